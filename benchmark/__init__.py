@@ -1,0 +1,1 @@
+"""The benchmark harness and throughput benchmarks (run them with ``pytest benchmark``)."""

@@ -1,0 +1,15 @@
+"""lm-gym: Gymnasium environments for reinforcement learning with language models.
+
+Importing the package registers every environment::
+
+    import gymnasium
+    import lm_gym  # noqa: F401
+
+    env = gymnasium.make("lm_gym/IMDB-v0", source="synthetic")
+"""
+
+from lm_gym.core.registration import register_task
+
+__version__ = "0.1.0"
+
+register_task("lm_gym/IMDB-v0", "lm_gym.tasks.imdb:IMDBEnv")

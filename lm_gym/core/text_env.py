@@ -1,0 +1,223 @@
+"""The utterance-level text environment: the base every lm-gym task builds on.
+
+A task is a text game. ``reset()`` returns an observation text, ``step(utterance)`` the next
+one. Observation and action spaces are :func:`~lm_gym.core.spaces.text_space`. A step is
+split in three parts so that a vector env can score many utterances with one batched
+reward call:
+
+1. :meth:`TextEnv._prepare_step` validates the action and returns what must be scored,
+2. the task's batched reward function scores it (alone, or with other envs' utterances),
+3. :meth:`TextEnv._finish_step` applies the transition.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+import gymnasium
+import numpy as np
+
+from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError
+from lm_gym.core.spaces import text_space, to_charset
+
+
+class BatchedReward(Protocol):
+    """A reward scored for a whole batch of utterances in one call."""
+
+    def __call__(
+        self,
+        prompts: Sequence[str],
+        utterances: Sequence[str],
+        references: Sequence[Sequence[str]],
+        meta: Sequence[dict[str, Any]],
+    ) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class RewardQuery:
+    """One utterance to be scored, with what the reward may look at."""
+
+    prompt: str
+    utterance: str
+    references: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def score_queries(reward_fn: BatchedReward, queries: Sequence[RewardQuery]) -> np.ndarray:
+    """Score ``queries`` with one call of ``reward_fn``; returns one float64 per query."""
+    if not queries:
+        return np.zeros(0, dtype=np.float64)
+    scores = reward_fn(
+        [q.prompt for q in queries],
+        [q.utterance for q in queries],
+        [q.references for q in queries],
+        [q.meta for q in queries],
+    )
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != (len(queries),):
+        raise ValueError(f"reward function returned shape {scores.shape}, expected ({len(queries)},)")
+    return scores
+
+
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+class TextEnv(gymnasium.Env[str, str]):
+    """Base class of the utterance-level environments.
+
+    Subclasses implement :meth:`_new_episode`, :meth:`_reward_query` and :meth:`_transition`,
+    set ``reward_fn`` (or ``None`` for tasks whose reward needs no model) and may override
+    :meth:`tokenizer_corpus` so a tokenizer can be trained on the task's own text.
+
+    Actions must be ``str`` of at most ``action_space.max_length`` characters; characters
+    outside the charset are mapped into it by :func:`~lm_gym.core.spaces.to_charset`
+    (``info["utterance"]`` holds the text as the task saw it).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    #: Defaults of the token-level wrapper for this task (``max_prompt_length``, ``max_new_tokens``).
+    token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 128, "max_new_tokens": 64}
+
+    reward_fn: BatchedReward | None = None
+
+    def __init__(self, *, max_observation_length: int, max_action_length: int, render_mode: str | None = None):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigurationError(
+                f"render_mode={render_mode!r} is not supported; expected None or one of {self.metadata['render_modes']}"
+            )
+        self.render_mode = render_mode
+        self.observation_space = text_space(max_observation_length)
+        self.action_space = text_space(max_action_length)
+        self._needs_reset = True
+        self._last_observation = ""
+
+    # ---- task hooks ---------------------------------------------------------------------
+    def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Start an episode with ``self.np_random``; return the first observation and info."""
+        raise NotImplementedError
+
+    def _reward_query(self, utterance: str) -> RewardQuery | None:
+        """What ``reward_fn`` must score for this utterance, or ``None`` when nothing."""
+        return None
+
+    def _transition(self, utterance: str, score: float | None) -> StepResult:
+        """Apply the utterance; ``score`` is ``reward_fn``'s value for :meth:`_reward_query`."""
+        raise NotImplementedError
+
+    def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
+        """A cache key and the texts a task tokenizer is trained on (see ``lm_gym.core.tokenizer``)."""
+        raise ConfigurationError(f"{type(self).__name__} has no corpus to train a tokenizer on; pass tokenizer=<name or path>")
+
+    # ---- Gymnasium API ------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        if options is not None and not isinstance(options, dict):
+            raise ConfigurationError(f"options must be a dict or None, got {type(options).__name__}")
+        observation, info = self._new_episode(options or {})
+        self._needs_reset = False
+        return self._observe(observation), info
+
+    def step(self, action: str) -> StepResult:
+        utterance, query = self._prepare_step(action)
+        score = None if query is None else float(score_queries(self.reward_fn, [query])[0])
+        return self._finish_step(utterance, score)
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._last_observation
+        return None
+
+    # ---- the split step ----------------------------------------------------------------
+    def _prepare_step(self, action: Any) -> tuple[str, RewardQuery | None]:
+        """Validate ``action``; return the utterance and its reward query. Changes no state."""
+        if self._needs_reset:
+            raise ResetNeededError(
+                f"{type(self).__name__}.step() called before reset() or after the episode ended; call reset() first"
+            )
+        if not isinstance(action, str):
+            raise InvalidActionError(f"action must be a str (an utterance), got {type(action).__name__}: {action!r:.80}")
+        if len(action) > self.action_space.max_length:
+            raise InvalidActionError(
+                f"action has {len(action)} characters; the action space allows at most {self.action_space.max_length}"
+            )
+        utterance = to_charset(action)
+        return utterance, self._reward_query(utterance)
+
+    def _finish_step(self, utterance: str, score: float | None) -> StepResult:
+        observation, reward, terminated, truncated, info = self._transition(utterance, score)
+        self._needs_reset = terminated or truncated
+        return self._observe(observation), reward, terminated, truncated, info
+
+    def _observe(self, text: str) -> str:
+        """Fit ``text`` into the observation space, keeping its end (the most recent text)."""
+        text = to_charset(text)[-self.observation_space.max_length :]
+        self._last_observation = text
+        return text
+
+    def replicate(self) -> TextEnv:
+        """A copy sharing data and reward model, with its own RNG and episode state."""
+        clone = copy.copy(self)
+        clone._np_random = None
+        clone._np_random_seed = None
+        clone._needs_reset = True
+        clone._last_observation = ""
+        return clone
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One prompt of a single-turn task, with its references and metadata."""
+
+    prompt: str
+    references: tuple[str, ...]
+    meta: dict[str, Any]
+
+
+class SingleTurnTextEnv(TextEnv):
+    """A one-step episode per dataset sample: the prompt is observed, one utterance answers it.
+
+    Subclasses fill ``self.samples`` and ``self.reward_fn`` and may override
+    :meth:`_episode_metrics`. ``reset(options={"index": i})`` plays sample ``i``; otherwise
+    the sample is drawn uniformly with the env's RNG.
+    """
+
+    samples: Sequence[Sample]
+
+    def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        index = options.get("index")
+        if index is None:
+            index = int(self.np_random.integers(len(self.samples)))
+        elif isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(self.samples):
+            raise ConfigurationError(
+                f"options['index'] must be an int in [0, {len(self.samples)}), got {index!r}"
+            )
+        self._sample = self.samples[int(index)]
+        return self._sample.prompt, self._sample_info(self._sample)
+
+    def _reward_query(self, utterance: str) -> RewardQuery:
+        sample = self._sample
+        return RewardQuery(sample.prompt, utterance, sample.references, sample.meta)
+
+    def _transition(self, utterance: str, score: float | None) -> StepResult:
+        sample = self._sample
+        info = self._sample_info(sample)
+        info["utterance"] = utterance
+        info["metrics"] = self._episode_metrics(sample, utterance, score)
+        return join_text(sample.prompt, utterance), float(score), True, False, info
+
+    def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, float]:
+        return {"reward": float(score), "num_words": len(utterance.split())}
+
+    @staticmethod
+    def _sample_info(sample: Sample) -> dict[str, Any]:
+        return {"prompt": sample.prompt, "references": list(sample.references), "meta": dict(sample.meta)}
+
+
+def join_text(prompt: str, continuation: str) -> str:
+    """``prompt`` followed by ``continuation``, with a space between unless one is already there."""
+    if not continuation or not prompt or prompt[-1].isspace() or continuation[0].isspace():
+        return prompt + continuation
+    return prompt + " " + continuation

@@ -1,0 +1,74 @@
+"""Tokenizers: a hub or local one by name, or one trained offline on a task's own text.
+
+Offline, ``TokenLevel`` envs use a byte-level BPE tokenizer trained with Hugging Face
+``tokenizers`` on the task's training text (:meth:`TextEnv.tokenizer_corpus`) and cached
+under ``$LM_GYM_CACHE/tokenizers/<key>``. It is saved in the ``transformers`` format, so
+``AutoTokenizer.from_pretrained(<that directory>)`` loads it too, and baselines can save it
+beside their checkpoints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lm_gym.core.cache import cached_directory
+from lm_gym.core.errors import ConfigurationError, DataUnavailableError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+EOS_TOKEN = "<|endoftext|>"
+PAD_TOKEN = "<|pad|>"
+
+
+def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
+    """``AutoTokenizer.from_pretrained(name_or_path)``, given a pad token if it has none."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+    except (OSError, ValueError) as error:
+        raise DataUnavailableError(
+            f"could not load tokenizer {name_or_path!r} ({error}). Without the Hugging Face hub, pass a local "
+            "directory, or tokenizer=None to use the tokenizer lm-gym trains on the task's own text."
+        ) from error
+    if tokenizer.eos_token_id is None:
+        raise ConfigurationError(f"tokenizer {name_or_path!r} has no EOS token; token-level envs need one to end an utterance")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def train_tokenizer(corpus: Iterable[str], key: str, vocab_size: int = 4096) -> PreTrainedTokenizerBase:
+    """A byte-level BPE tokenizer trained on ``corpus``, cached under ``key``.
+
+    ``key`` must change whenever the corpus does (tasks derive it from their data).
+    Special tokens: ``<|endoftext|>`` (BOS and EOS) and ``<|pad|>``.
+    """
+    from transformers import PreTrainedTokenizerFast
+
+    if vocab_size < 300:
+        raise ConfigurationError(f"vocab_size must be at least 300 (256 bytes + merges + special tokens), got {vocab_size}")
+
+    def build(directory: Path) -> None:
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        tokenizer = Tokenizer(models.BPE())
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=[EOS_TOKEN, PAD_TOKEN],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
+        tokenizer.train_from_iterator(corpus, trainer=trainer)
+        wrapped = PreTrainedTokenizerFast(
+            tokenizer_object=tokenizer, bos_token=EOS_TOKEN, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN
+        )
+        wrapped.save_pretrained(directory)
+
+    directory = cached_directory("tokenizers", f"{key}-bpe{vocab_size}", build)
+    return PreTrainedTokenizerFast.from_pretrained(directory)

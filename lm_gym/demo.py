@@ -1,0 +1,85 @@
+"""The offline demo: ``lm_gym/IMDB-v0`` played at both action levels with simple policies.
+
+Run ``python -m lm_gym.demo`` (or ``lm-gym-demo``). Everything is built offline: synthetic
+reviews, the n-gram sentiment reward and a BPE tokenizer trained on the reviews (cached in
+``$LM_GYM_CACHE``, default ``~/.cache/lm_gym``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import gymnasium
+import numpy as np
+
+import lm_gym  # noqa: F401  (registers the envs)
+
+POSITIVE = "The acting was brilliant and the ending was wonderful. A superb, moving film."
+NEGATIVE = "The acting was awful and the ending was boring. A dull, tedious film."
+
+
+def play_utterances(env: gymnasium.Env, policy, episodes: int, seed: int) -> np.ndarray:
+    rewards = []
+    obs, _ = env.reset(seed=seed)
+    for _ in range(episodes):
+        _, reward, *_ = env.step(policy(obs))
+        rewards.append(reward)
+        obs, _ = env.reset()
+    return np.array(rewards)
+
+
+def play_random_tokens(env: gymnasium.Env, episodes: int, seed: int) -> tuple[np.ndarray, list[str]]:
+    rewards, utterances = [], []
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    for _ in range(episodes):
+        terminated = truncated = False
+        while not (terminated or truncated):
+            _, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        rewards.append(reward)
+        utterances.append(info["utterance"])
+        env.reset()
+    return np.array(rewards), utterances
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=16, help="episodes per policy")
+    parser.add_argument("--num-envs", type=int, default=8, help="envs in the batched vector env")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    start = time.perf_counter()
+    env = gymnasium.make("lm_gym/IMDB-v0", source="synthetic")
+    obs, info = env.reset(seed=args.seed)
+    print(f"lm_gym/IMDB-v0 (source='synthetic'), ready in {time.perf_counter() - start:.1f}s")
+    print(f"example prompt ({info['meta']['label']} review): {obs[:160]}...")
+
+    rng = np.random.default_rng(args.seed)
+    words = " ".join(env.unwrapped.samples[i].references[0] for i in range(200)).split()
+    policies = {
+        "positive text": lambda _: POSITIVE,
+        "negative text": lambda _: NEGATIVE,
+        "random review words": lambda _: " ".join(rng.choice(words, size=30)),
+        "copy the true ending": lambda _: env.unwrapped._sample.references[0],
+    }
+    print("\nutterance level: mean reward (P(positive)) per policy")
+    for name, policy in policies.items():
+        rewards = play_utterances(env, policy, args.episodes, args.seed)
+        print(f"  {name:<22} {rewards.mean():.3f} +- {rewards.std():.3f}")
+
+    token_env = gymnasium.make("lm_gym/IMDB-v0", source="synthetic", action_level="token")
+    rewards, utterances = play_random_tokens(token_env, args.episodes, args.seed)
+    print(f"\ntoken level (Discrete({token_env.action_space.n}), 48 new tokens): random tokens")
+    print(f"  mean reward {rewards.mean():.3f} +- {rewards.std():.3f}; e.g. {utterances[0][:100]!r}")
+
+    venv = gymnasium.make_vec("lm_gym/IMDB-v0", num_envs=args.num_envs, vectorization_mode="vector_entry_point", source="synthetic")
+    venv.reset(seed=args.seed)
+    _, rewards, *_ = venv.step([POSITIVE, NEGATIVE] * (args.num_envs // 2) + [POSITIVE] * (args.num_envs % 2))
+    print(f"\nbatched vector env, {args.num_envs} envs scored in one call: {np.round(rewards, 3).tolist()}")
+    print(f"done in {time.perf_counter() - start:.1f}s")
+
+
+if __name__ == "__main__":
+    main()

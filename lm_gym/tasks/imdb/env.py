@@ -1,0 +1,131 @@
+"""``lm_gym/IMDB-v0``: continue a movie review so that it turns positive."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from lm_gym.core.errors import ConfigurationError
+from lm_gym.core.text_env import Sample, SingleTurnTextEnv
+from lm_gym.rewards.sentiment import ClassifierSentimentReward, NgramSentimentReward
+from lm_gym.tasks.imdb.data import load_reviews
+
+HUB_CLASSIFIER = "lvwerra/distilbert-imdb"
+MAX_OBSERVATION_LENGTH = 16384
+MAX_ACTION_LENGTH = 2048
+
+
+def split_review(text: str) -> tuple[str, str]:
+    """The first half of a review's words (the prompt) and the rest (the reference)."""
+    words = text.split()
+    half = max(1, len(words) // 2)
+    return " ".join(words[:half]), " ".join(words[half:])
+
+
+class IMDBEnv(SingleTurnTextEnv):
+    """Positive sentiment continuation of IMDB movie reviews (RL4LMs' IMDB task).
+
+    ## Description
+    The agent reads the first half of a movie review and writes a continuation. It is
+    rewarded for continuations that a sentiment classifier judges positive, whatever the
+    review's own sentiment. This is the IMDB task of RL4LMs / GRUE (Ramamurthy et al., 2023).
+
+    ## Action Space
+    ``Text(max_length=2048)`` of printable ASCII: the continuation. Characters outside the
+    charset are transliterated or dropped (``info["utterance"]`` is the text as scored).
+    A non-``str`` action or one longer than 2,048 characters raises
+    ``lm_gym.core.errors.InvalidActionError``. An empty continuation is allowed and scored
+    like any other text. At ``action_level="token"`` the action is a token id
+    (``Discrete(vocab_size)``), see ``lm_gym.core.TokenLevel``; the continuation ends at EOS
+    or after ``max_new_tokens`` (default 48) tokens.
+
+    ## Observation Space
+    ``Text(max_length=16384)``: at reset, the first half of the review's words; after the
+    step, that prompt followed by the continuation. At token level: the ``Dict`` of token
+    ids and masks of ``TokenLevel``, the prompt cut to its last ``max_prompt_length``
+    (default 64) tokens.
+
+    ## Rewards
+    P(positive) of the continuation alone (not the prompt) under the sentiment classifier,
+    in [0, 1], given on the single step.
+
+    ## Starting State
+    A review of the split drawn uniformly with the env's RNG, or review ``i`` with
+    ``reset(options={"index": i})``. ``info`` holds ``prompt``, ``references`` (the
+    review's true second half) and ``meta`` (``label``: the review's own sentiment,
+    ``index``, ``source``).
+
+    ## Episode End
+    The episode terminates after one step. ``info["metrics"]`` then holds ``sentiment``
+    (the reward) and ``num_words`` of the continuation.
+
+    ## Arguments
+    | argument | default | meaning |
+    |---|---|---|
+    | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` (20% held out of the original train set) or ``"test"`` |
+    | ``source`` | ``"hub"`` | ``"hub"`` (``stanfordnlp/imdb`` via ``datasets``), ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym) |
+    | ``data_dir`` | ``None`` | for ``source="local"``: an ``aclImdb/`` directory (or its parent) or a ``review,sentiment`` CSV |
+    | ``reward_model`` | ``"auto"`` | a ``transformers`` classifier name or path, or ``"trained"``: a bag-of-n-grams classifier trained and cached on the source's train split. ``"auto"``: ``lvwerra/distilbert-imdb`` for ``source="hub"``, ``"trained"`` otherwise |
+    | ``positive_label`` | ``None`` | the classifier's positive class (name or index) when it cannot be inferred |
+    | ``reward_device`` | ``None`` | device of a ``transformers`` classifier (default CUDA when available) |
+    | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
+    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None`` trains a byte-level BPE on the source's train split (cached) |
+    | ``render_mode`` | ``None`` | ``"ansi"`` returns the current text |
+
+    Offline, ``source="synthetic"`` builds everything with no network; the default
+    ``source="hub"`` fails with ``DataUnavailableError`` naming that switch.
+
+    ## Vectorized environment
+    ``gymnasium.make_vec("lm_gym/IMDB-v0", num_envs=N, vectorization_mode="vector_entry_point")``
+    returns a ``TextVectorEnv`` that shares the data and classifier between its N copies
+    and scores all N continuations with one batched classifier call.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 64, "max_new_tokens": 48}
+
+    def __init__(
+        self,
+        split: str = "train",
+        source: str = "hub",
+        data_dir: str | Path | None = None,
+        reward_model: str = "auto",
+        positive_label: str | int | None = None,
+        reward_device: str | None = None,
+        render_mode: str | None = None,
+    ):
+        super().__init__(
+            max_observation_length=MAX_OBSERVATION_LENGTH, max_action_length=MAX_ACTION_LENGTH, render_mode=render_mode
+        )
+        self.split, self.source, self.data_dir = split, source, data_dir
+        reviews = load_reviews(source, split, data_dir)
+        if not reviews:
+            raise ConfigurationError(f"the {split!r} split of source={source!r} holds no reviews")
+        self.samples = []
+        for index, (text, label) in enumerate(reviews):
+            prompt, reference = split_review(text)
+            meta = {"label": "positive" if label else "negative", "index": index, "source": source}
+            self.samples.append(Sample(prompt, (reference,), meta))
+        self.reward_fn = self._make_reward(reward_model, positive_label, reward_device)
+
+    def _make_reward(self, reward_model: str, positive_label: str | int | None, device: str | None):
+        if not isinstance(reward_model, str) or not reward_model:
+            raise ConfigurationError(f"reward_model must be 'auto', 'trained' or a classifier name/path, got {reward_model!r}")
+        if reward_model == "auto":
+            reward_model = HUB_CLASSIFIER if self.source == "hub" else "trained"
+        if reward_model == "trained":
+            train = load_reviews(self.source, "train", self.data_dir)
+            return NgramSentimentReward.trained_on([t for t, _ in train], [y for _, y in train], f"imdb-{self.source}")
+        return ClassifierSentimentReward(reward_model, positive_label=positive_label, device=device)
+
+    def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
+        texts = [text for text, _ in load_reviews(self.source, "train", self.data_dir)]
+        digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+        return f"imdb-{self.source}-{digest}", texts
+
+    def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, Any]:
+        return {"sentiment": float(score), "num_words": len(utterance.split())}

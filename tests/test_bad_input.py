@@ -1,0 +1,106 @@
+"""Bad actions and arguments get typed, clear errors or documented outcomes."""
+
+import gymnasium
+import numpy as np
+import pytest
+
+from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError
+from lm_gym.tasks.imdb import IMDBEnv
+
+
+@pytest.fixture(scope="module")
+def raw_env():
+    return IMDBEnv(source="synthetic")
+
+
+@pytest.mark.parametrize("action", [42, None, b"bytes", ["a", "list"], 3.5])
+def test_non_string_utterance_is_rejected(raw_env, action):
+    raw_env.reset(seed=0)
+    with pytest.raises(InvalidActionError, match="must be a str"):
+        raw_env.step(action)
+    raw_env.step("still usable")  # the episode was not consumed
+
+
+def test_too_long_utterance_is_rejected(raw_env):
+    raw_env.reset(seed=0)
+    with pytest.raises(InvalidActionError, match="at most 2048"):
+        raw_env.step("x" * 2049)
+
+
+def test_empty_utterance_is_scored(raw_env):
+    raw_env.reset(seed=0)
+    _, reward, terminated, _, info = raw_env.step("")
+    assert terminated and 0.0 < reward < 1.0 and info["metrics"]["num_words"] == 0
+
+
+def test_non_ascii_utterance_is_mapped_into_the_charset(raw_env):
+    obs, _ = raw_env.reset(seed=0)
+    next_obs, _, _, _, info = raw_env.step("A café scene \u2014 tr\u00e8s joli \U0001F600")
+    assert info["utterance"] == "A cafe scene  tres joli "
+    assert raw_env.observation_space.contains(next_obs)
+
+
+def test_step_after_termination_and_before_reset(raw_env):
+    fresh = IMDBEnv(source="synthetic")
+    with pytest.raises(ResetNeededError, match="reset"):
+        fresh.step("hello")
+    raw_env.reset(seed=0)
+    raw_env.step("fine")
+    with pytest.raises(ResetNeededError, match="reset"):
+        raw_env.step("again")
+
+
+@pytest.mark.parametrize("action", [1.0, "12", np.array([1.5]), np.array([1, 2]), True, None])
+def test_token_level_rejects_non_integer_actions(imdb_token_env, action):
+    imdb_token_env.reset(seed=0)
+    with pytest.raises(InvalidActionError, match="integer token id"):
+        imdb_token_env.step(action)
+
+
+@pytest.mark.parametrize("offset", [-1, 0])
+def test_token_level_rejects_out_of_range_ids(imdb_token_env, offset):
+    imdb_token_env.reset(seed=0)
+    bad = -1 if offset < 0 else imdb_token_env.action_space.n
+    with pytest.raises(InvalidActionError, match="out of range"):
+        imdb_token_env.step(bad)
+
+
+def test_token_level_accepts_numpy_integers(imdb_token_env):
+    imdb_token_env.reset(seed=0)
+    for action in (np.int64(5), np.array(6), np.array([7], dtype=np.int32)):
+        obs, *_ = imdb_token_env.step(action)
+    assert obs["context_ids"][:3].tolist() == [5, 6, 7]
+
+
+def test_token_level_immediate_eos_gives_an_empty_utterance(imdb_token_env):
+    imdb_token_env.reset(seed=0)
+    eos = imdb_token_env.env.env.eos_token_id
+    _, reward, terminated, _, info = imdb_token_env.step(eos)
+    assert terminated and info["utterance"] == "" and info["num_tokens"] == 0 and 0 < reward < 1
+    with pytest.raises(ResetNeededError, match="after the episode ended"):
+        imdb_token_env.step(5)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"source": "kaggle"}, "source must be one of"),
+        ({"source": "synthetic", "split": "dev"}, "split must be one of"),
+        ({"source": "synthetic", "action_level": "word"}, "action_level must be one of"),
+        ({"source": "synthetic", "tokenizer": "gpt2"}, "only apply with action_level='token'"),
+        ({"source": "synthetic", "data_dir": "/tmp"}, "only used with source='local'"),
+        ({"source": "local"}, "needs data_dir"),
+        ({"source": "synthetic", "render_mode": "human"}, "render_mode"),
+        ({"source": "synthetic", "action_level": "token", "max_new_tokens": 0}, "max_new_tokens must be a positive int"),
+    ],
+)
+def test_bad_arguments_name_the_argument(kwargs, match):
+    with pytest.raises(ConfigurationError, match=match):
+        gymnasium.make("lm_gym/IMDB-v0", **kwargs)
+
+
+def test_bad_reset_index(raw_env):
+    with pytest.raises(ConfigurationError, match=r"options\['index'\]"):
+        raw_env.reset(options={"index": len(raw_env.samples)})
+    obs, info = raw_env.reset(options={"index": 3})
+    assert info["meta"]["index"] == 3 and obs == raw_env.samples[3].prompt

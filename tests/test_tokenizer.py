@@ -1,0 +1,39 @@
+"""Tokenizers: trained offline on a task's text and cached, or loaded by name/path."""
+
+import pytest
+
+from lm_gym.core.cache import cache_root
+from lm_gym.core.errors import DataUnavailableError
+from lm_gym.core.tokenizer import EOS_TOKEN, load_tokenizer, train_tokenizer
+from lm_gym.tasks.imdb import IMDBEnv
+
+CORPUS = ["The acting was brilliant and the ending was wonderful."] * 20 + ["A dull, tedious film with awful dialogue."] * 20
+
+
+def test_trained_tokenizer_round_trips_and_is_cached():
+    tokenizer = train_tokenizer(CORPUS, "unit-test", vocab_size=400)
+    text = "The ending was dull, but the acting? Brilliant!"
+    assert tokenizer.decode(tokenizer(text)["input_ids"]) == text
+    assert tokenizer.eos_token == EOS_TOKEN and tokenizer.pad_token_id != tokenizer.eos_token_id
+    assert (cache_root() / "tokenizers" / "unit-test-bpe400" / "tokenizer.json").is_file()
+    again = train_tokenizer(["entirely different text"], "unit-test", vocab_size=400)  # same key: loaded, not retrained
+    assert again.get_vocab() == tokenizer.get_vocab()
+
+
+def test_task_tokenizer_is_trained_on_the_task_corpus():
+    key, corpus = IMDBEnv(source="synthetic").tokenizer_corpus()
+    assert key.startswith("imdb-synthetic-")
+    tokenizer = train_tokenizer(corpus, key)
+    assert 258 < len(tokenizer) <= 4096  # fewer when the corpus runs out of merges
+    assert len(tokenizer(corpus[0])["input_ids"]) < len(corpus[0]) / 3  # real merges, not bytes
+
+
+def test_load_tokenizer_from_a_local_directory(tmp_path):
+    train_tokenizer(CORPUS, "unit-test-save", vocab_size=400).save_pretrained(tmp_path)
+    tokenizer = load_tokenizer(str(tmp_path))
+    assert tokenizer.eos_token == EOS_TOKEN
+
+
+def test_unknown_hub_tokenizer_fails_clearly_offline():
+    with pytest.raises(DataUnavailableError, match="tokenizer=None"):
+        load_tokenizer("no-such-org/no-such-tokenizer")
