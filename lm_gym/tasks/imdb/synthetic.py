@@ -28,7 +28,6 @@ from __future__ import annotations
 import random
 import zlib
 
-SYNTHETIC_VERSION = "1"  # bump when the generated text changes
 SPLIT_SIZES = {"train": 4000, "validation": 500, "test": 1000}
 
 MIN_WORDS, MAX_WORDS = 80, 220
