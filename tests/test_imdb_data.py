@@ -70,3 +70,27 @@ def test_cleaning_and_prompt_split():
     assert clean_review("Great<br />film,  tr\u00e8s  bien") == "Great film, tres bien"
     assert split_review("one two three four five") == ("one two", "three four five")
     assert split_review("single") == ("single", "")
+
+
+def test_hub_source_reads_the_datasets_schema(monkeypatch):
+    """The hub path, with ``datasets.load_dataset`` answering from memory instead of the hub."""
+    import datasets
+
+    from lm_gym.tasks.imdb import data
+
+    requested = []
+
+    def fake_load_dataset(name, split):
+        requested.append((name, split))
+        rows = [(f"{split} review {i}<br />text", i % 2) for i in range(10)]
+        return datasets.Dataset.from_dict({"text": [t for t, _ in rows], "label": [y for _, y in rows]})
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    data._load_cached.cache_clear()
+    try:
+        train, validation, test = (load_reviews("hub", split) for split in ("train", "validation", "test"))
+    finally:
+        data._load_cached.cache_clear()
+    assert {name for name, _ in requested} == {data.HUB_DATASET}
+    assert (len(train), len(validation), len(test)) == (8, 2, 10)
+    assert ("test review 3 text", 1) in test and not set(train) & set(validation)
