@@ -13,3 +13,4 @@ from lm_gym.core.registration import register_task
 __version__ = "0.1.0"
 
 register_task("lm_gym/IMDB-v0", "lm_gym.tasks.imdb:IMDBEnv")
+register_task("lm_gym/Wordle-v0", "lm_gym.tasks.wordle:WordleEnv")

@@ -1,0 +1,191 @@
+"""``lm_gym/Wordle-v0``: the multi-turn Wordle game of the ILQL code base."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from lm_gym.core.errors import ConfigurationError
+from lm_gym.core.text_env import StepResult, TextEnv
+from lm_gym.tasks.wordle.board import INVALID, UNKNOWN, board_text, feedback_line
+from lm_gym.tasks.wordle.engine import ALL_GREEN, PatternTable, pattern_to_text
+from lm_gym.tasks.wordle.vocabulary import WordleVocabulary, default_vocabulary, is_word
+
+MODES = ("filtering", "hidden_word")
+MAX_ACTION_LENGTH = 64
+
+
+class WordleEnv(TextEnv):
+    """Wordle as a text game (the ILQL code base's Wordle task; also LMRL-Gym's).
+
+    ## Description
+    Guess a hidden five-letter word in at most six guesses. After each guess every letter
+    is coloured: green (right letter, right place), yellow (in the word, elsewhere) or grey
+    (not in the word). Repeated letters follow the game: greens are assigned first, then,
+    left to right, a letter is yellow only while the word has an unmatched copy of it.
+
+    Two equivalent transition modes (``mode``):
+
+    * ``"filtering"`` (default, as the ILQL code): the state is the set of letter
+      constraints, i.e. the answers consistent with the board. Each guess is scored against
+      a word drawn uniformly from those answers. This is the same distribution over games as
+      a hidden word drawn uniformly at reset.
+    * ``"hidden_word"``: a word is drawn uniformly from the answers at reset (or given with
+      ``reset(options={"answer": word})``) and every guess is scored against it.
+
+    ## Action Space
+    ``Text(max_length=64)``: the guess. Surrounding whitespace is stripped and letters are
+    lower-cased. Any five-letter a-z word gets feedback (as in the ILQL code), unless
+    ``unknown_word_penalty`` is set (LMRL-Gym): then a word outside the guess list gets
+    reward ``-unknown_word_penalty``, no feedback, and uses up a turn. Text that is not five
+    letters a-z is an invalid guess: reward -1, no feedback, a turn used. A non-``str``
+    action or one over 64 characters raises ``InvalidActionError``. At
+    ``action_level="token"``: token ids (``TokenLevel``), at most 8 tokens per guess.
+
+    ## Observation Space
+    ``Text(max_length=1024)``: the board (see ``lm_gym.tasks.wordle.board``): a header line,
+    then one line per guess, ``<word> <feedback>`` with feedback letters ``g``/``y``/``b``,
+    e.g. ``crane bygbb``; ``<text> invalid`` / ``<word> unknown`` for guesses without
+    feedback. At token level: the board's last ``max_prompt_length`` (default 128) tokens.
+
+    ## Rewards
+    -1 for every guess that does not solve the game, 0 for the guess that does (returns
+    from -6 to 0). Invalid guesses -1; unknown words ``-unknown_word_penalty`` when set.
+
+    ## Starting State
+    The empty board (the header line). ``info``: ``prompt`` (the board), ``references``
+    (empty), ``meta`` (``mode``, ``num_candidates``: answers still consistent).
+
+    ## Episode End
+    Terminates when a guess is all green or after ``max_guesses`` (6) guesses. Then
+    ``info["answer"]`` is the hidden word (``filtering`` mode: the solved word, else one
+    drawn uniformly from the remaining candidates) and ``info["metrics"]`` holds ``solved``
+    (0/1), ``num_guesses`` and ``return``.
+
+    ## Arguments
+    | argument | default | meaning |
+    |---|---|---|
+    | ``answers_file`` | ``None`` | answer list, one word per line; ``None``: the offline default vocabulary (``lm_gym.tasks.wordle.vocabulary``) |
+    | ``guesses_file`` | ``None`` | allowed guesses, one per line (answers are always allowed); ``None`` with ``answers_file``: the answers |
+    | ``vocabulary`` | ``None`` | a ``WordleVocabulary`` object, instead of the files |
+    | ``num_answers`` | ``None`` | use a seeded sample of this many answers (the paper's 200/400/800 variants) |
+    | ``subset_seed`` | ``0`` | seed of that sample |
+    | ``mode`` | ``"filtering"`` | ``"filtering"`` or ``"hidden_word"`` (see Description) |
+    | ``unknown_word_penalty`` | ``None`` | penalty for words outside the guess list; ``None`` plays them |
+    | ``max_guesses`` | ``6`` | guesses per game |
+    | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
+    | ``tokenizer`` | ``None`` | token level: a tokenizer, name or path; ``None`` trains a BPE on Wordle boards |
+    | ``render_mode`` | ``None`` | ``"ansi"`` returns the board |
+
+    ## Vectorized environment
+    ``gymnasium.make_vec("lm_gym/Wordle-v0", num_envs=N, vectorization_mode="vector_entry_point")``:
+    N games sharing one vocabulary and feedback table.
+
+    ## Version History
+    * v0: initial version.
+    """
+
+    token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 128, "max_new_tokens": 8}
+
+    def __init__(
+        self,
+        answers_file: str | Path | None = None,
+        guesses_file: str | Path | None = None,
+        vocabulary: WordleVocabulary | None = None,
+        num_answers: int | None = None,
+        subset_seed: int = 0,
+        mode: str = "filtering",
+        unknown_word_penalty: float | None = None,
+        max_guesses: int = 6,
+        render_mode: str | None = None,
+    ):
+        super().__init__(max_observation_length=1024, max_action_length=MAX_ACTION_LENGTH, render_mode=render_mode)
+        if mode not in MODES:
+            raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
+        if isinstance(max_guesses, bool) or not isinstance(max_guesses, int) or not 1 <= max_guesses <= 20:
+            raise ConfigurationError(f"max_guesses must be an int in [1, 20], got {max_guesses!r}")
+        if unknown_word_penalty is not None and not isinstance(unknown_word_penalty, (int, float)):
+            raise ConfigurationError(f"unknown_word_penalty must be a number or None, got {unknown_word_penalty!r}")
+        if vocabulary is None:
+            vocabulary = default_vocabulary() if answers_file is None else WordleVocabulary.from_files(answers_file, guesses_file)
+        elif answers_file is not None or guesses_file is not None:
+            raise ConfigurationError("pass either vocabulary or answers_file/guesses_file, not both")
+        if num_answers is not None:
+            vocabulary = vocabulary.subset(num_answers, subset_seed)
+        self.vocabulary = vocabulary
+        self.table = PatternTable(vocabulary)
+        self.table.full_table()
+        self.mode = mode
+        self.unknown_word_penalty = unknown_word_penalty
+        self.max_guesses = max_guesses
+
+    def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        answers = self.vocabulary.answers
+        answer = options.get("answer")
+        if answer is not None and (self.mode != "hidden_word" or answer not in answers):
+            raise ConfigurationError(
+                f"options['answer'] must be a word of the answer list in mode='hidden_word'; got {answer!r} in mode={self.mode!r}"
+            )
+        if self.mode == "hidden_word":
+            self._answer_index = answers.index(answer) if answer else int(self.np_random.integers(len(answers)))
+        self._candidates = np.ones(len(answers), dtype=bool)
+        self._lines: list[str] = []
+        self._return = 0.0
+        return self._board(), self._info()
+
+    def _transition(self, utterance: str, score: float | None) -> StepResult:
+        guess = utterance.strip().lower()
+        solved = False
+        if not is_word(guess):
+            self._lines.append(f"{' '.join(guess.split())[:16]} {INVALID}")
+            reward = -1.0
+        elif self.unknown_word_penalty is not None and guess not in self.vocabulary.guess_index:
+            self._lines.append(f"{guess} {UNKNOWN}")
+            reward = -float(self.unknown_word_penalty)
+        else:
+            row = self.table.row(guess)
+            if self.mode == "hidden_word":
+                scored_against = self._answer_index
+            else:
+                candidates = np.flatnonzero(self._candidates)
+                scored_against = int(candidates[self.np_random.integers(len(candidates))])
+            pattern = int(row[scored_against])
+            self._candidates = self._candidates & (row == pattern)
+            self._lines.append(feedback_line(guess, pattern_to_text(pattern)))
+            solved = pattern == ALL_GREEN
+            reward = 0.0 if solved else -1.0
+        self._return += reward
+        terminated = solved or len(self._lines) >= self.max_guesses
+        info = self._info()
+        if terminated:
+            info["answer"] = self._final_answer(solved)
+            info["metrics"] = {"solved": float(solved), "num_guesses": len(self._lines), "return": self._return}
+        return self._board(), reward, terminated, False, info
+
+    def _final_answer(self, solved: bool) -> str:
+        if self.mode == "hidden_word":
+            return self.vocabulary.answers[self._answer_index]
+        candidates = np.flatnonzero(self._candidates)
+        index = candidates[0] if solved else candidates[self.np_random.integers(len(candidates))]
+        return self.vocabulary.answers[int(index)]
+
+    def _board(self) -> str:
+        return board_text(self._lines, self.max_guesses)
+
+    def _info(self) -> dict[str, Any]:
+        meta = {"mode": self.mode, "num_candidates": int(self._candidates.sum())}
+        return {"prompt": self._board(), "references": [], "meta": meta}
+
+    def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
+        """Boards of random games: every guess word once, with the feedback it gets."""
+        rng = np.random.default_rng(0)
+        table = self.table.full_table()
+        lines = [
+            feedback_line(word, pattern_to_text(int(table[i, rng.integers(table.shape[1])])))
+            for i, word in enumerate(self.vocabulary.guesses)
+        ]
+        boards = [board_text(lines[start : start + self.max_guesses], self.max_guesses) for start in range(0, len(lines), self.max_guesses)]
+        return f"wordle-{self.vocabulary.fingerprint}-{self.max_guesses}", boards

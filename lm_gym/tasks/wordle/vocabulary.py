@@ -1,0 +1,120 @@
+"""Wordle vocabularies: the answer list and the allowed-guess list.
+
+The default vocabulary is built offline from the ``wordfreq`` package's English frequency
+list (a dependency of lm-gym): the 12,972 most frequent five-letter a-z words are the
+allowed guesses and the 2,315 most frequent of those that do not look like plurals (a word
+ending in ``s`` whose four-letter stem is itself a word) are the answers, the sizes of the
+official lists. Being frequency-derived it keeps some names and abbreviations the official
+lists leave out. For the official game pass its files:
+``WordleVocabulary.from_files("wordle_official.txt", "wordle_official_guess.txt")``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lm_gym.core.errors import ConfigurationError, DataUnavailableError
+
+WORD_LENGTH = 5
+DEFAULT_NUM_ANSWERS = 2315
+DEFAULT_NUM_GUESSES = 12972
+
+
+def is_word(text: str) -> bool:
+    """True for exactly five lower-case letters a-z."""
+    return len(text) == WORD_LENGTH and text.isascii() and text.isalpha() and text.islower()
+
+
+@dataclass(frozen=True, eq=False)
+class WordleVocabulary:
+    """An answer list and an allowed-guess list (which always contains the answers).
+
+    ``answers[i]`` and ``guesses[j]`` keep their given order; ``codes`` arrays hold letters
+    as 0-25 for the vectorised feedback computation.
+    """
+
+    answers: tuple[str, ...]
+    guesses: tuple[str, ...]
+
+    def __post_init__(self):
+        for name, words in (("answers", self.answers), ("guesses", self.guesses)):
+            bad = [w for w in words if not is_word(w)]
+            if bad:
+                raise ConfigurationError(f"{name} must be five-letter lower-case a-z words; found {bad[:5]!r}")
+            if len(set(words)) != len(words):
+                raise ConfigurationError(f"{name} contains duplicate words")
+        if not self.answers:
+            raise ConfigurationError("answers must not be empty")
+        missing = set(self.answers) - set(self.guesses)
+        if missing:  # the guess list always allows every answer
+            object.__setattr__(self, "guesses", self.guesses + tuple(w for w in self.answers if w in missing))
+
+    @classmethod
+    def create(cls, answers: Iterable[str], guesses: Iterable[str] | None = None) -> WordleVocabulary:
+        answers = tuple(answers)
+        return cls(answers, tuple(guesses) if guesses is not None else answers)
+
+    @classmethod
+    def from_files(cls, answers_path: str | Path, guesses_path: str | Path | None = None) -> WordleVocabulary:
+        """Lists with one word per line (blank lines ignored, case folded)."""
+        return cls.create(_read_words(answers_path), None if guesses_path is None else _read_words(guesses_path))
+
+    def subset(self, num_answers: int, seed: int = 0) -> WordleVocabulary:
+        """``num_answers`` answers sampled without replacement with ``seed`` (the paper's 200/400/800 variants).
+
+        The guess list stays whole.
+        """
+        if isinstance(num_answers, bool) or not isinstance(num_answers, int) or not 1 <= num_answers <= len(self.answers):
+            raise ConfigurationError(f"num_answers must be an int in [1, {len(self.answers)}], got {num_answers!r}")
+        chosen = np.sort(np.random.default_rng(seed).choice(len(self.answers), size=num_answers, replace=False))
+        return WordleVocabulary(tuple(self.answers[i] for i in chosen), self.guesses)
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """A short hash of both lists (cache keys)."""
+        return hashlib.sha256(("\n".join(self.answers) + "|" + "\n".join(self.guesses)).encode()).hexdigest()[:16]
+
+    @functools.cached_property
+    def answer_codes(self) -> np.ndarray:
+        return encode_words(self.answers)
+
+    @functools.cached_property
+    def guess_codes(self) -> np.ndarray:
+        return encode_words(self.guesses)
+
+    @functools.cached_property
+    def guess_index(self) -> dict[str, int]:
+        return {word: i for i, word in enumerate(self.guesses)}
+
+
+def encode_words(words: Sequence[str]) -> np.ndarray:
+    """``(len(words), 5)`` uint8 array of letters as 0-25."""
+    if not words:
+        return np.zeros((0, WORD_LENGTH), dtype=np.uint8)
+    return (np.frombuffer("".join(words).encode("ascii"), dtype=np.uint8).reshape(-1, WORD_LENGTH) - ord("a")).astype(np.uint8)
+
+
+def _read_words(path: str | Path) -> list[str]:
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DataUnavailableError(f"word list {str(path)!r} does not exist (expected one five-letter word per line)")
+    words = [line.strip().lower() for line in path.read_text(encoding="utf-8").splitlines()]
+    return [w for w in words if w]
+
+
+@functools.lru_cache(maxsize=1)
+def default_vocabulary() -> WordleVocabulary:
+    """The offline default, derived from ``wordfreq`` (see the module docstring)."""
+    from wordfreq import top_n_list
+
+    words = top_n_list("en", 400_000, wordlist="large")
+    four_letter_words = {w for w in words if len(w) == 4 and w.isascii() and w.isalpha()}
+    guesses = [w for w in words if is_word(w)][:DEFAULT_NUM_GUESSES]
+    answers = [w for w in guesses if not (w.endswith("s") and w[:4] in four_letter_words)]
+    return WordleVocabulary(tuple(answers[:DEFAULT_NUM_ANSWERS]), tuple(guesses))
