@@ -13,6 +13,8 @@ table (cached on disk, see :meth:`PatternTable.full_table`).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from lm_gym.core.cache import cached_directory
@@ -97,3 +99,9 @@ class PatternTable:
         for start in range(0, len(guesses), chunk):
             table[start : start + chunk] = feedback_patterns(guesses[start : start + chunk], answers)
         return table
+
+
+@functools.lru_cache(maxsize=8)
+def pattern_table(vocabulary: WordleVocabulary) -> PatternTable:
+    """The shared :class:`PatternTable` of ``vocabulary`` (envs and policies of one process share it)."""
+    return PatternTable(vocabulary)

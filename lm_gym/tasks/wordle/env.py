@@ -11,7 +11,7 @@ import numpy as np
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import StepResult, TextEnv
 from lm_gym.tasks.wordle.board import INVALID, UNKNOWN, board_text, feedback_line
-from lm_gym.tasks.wordle.engine import ALL_GREEN, PatternTable, pattern_to_text
+from lm_gym.tasks.wordle.engine import ALL_GREEN, pattern_table, pattern_to_text
 from lm_gym.tasks.wordle.vocabulary import WordleVocabulary, default_vocabulary, is_word
 
 MODES = ("filtering", "hidden_word")
@@ -116,7 +116,7 @@ class WordleEnv(TextEnv):
         if num_answers is not None:
             vocabulary = vocabulary.subset(num_answers, subset_seed)
         self.vocabulary = vocabulary
-        self.table = PatternTable(vocabulary)
+        self.table = pattern_table(vocabulary)
         self.table.full_table()
         self.mode = mode
         self.unknown_word_penalty = unknown_word_penalty
