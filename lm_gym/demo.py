@@ -1,8 +1,8 @@
-"""The offline demo: ``lm_gym/IMDB-v0`` played at both action levels with simple policies.
+"""The offline demo: ``lm_gym/IMDB-v0`` and ``lm_gym/Wordle-v0`` played with simple policies.
 
 Run ``python -m lm_gym.demo`` (or ``lm-gym-demo``). Everything is built offline: synthetic
-reviews, the n-gram sentiment reward and a BPE tokenizer trained on the reviews (cached in
-``$LM_GYM_CACHE``, default ``~/.cache/lm_gym``).
+reviews, the n-gram sentiment reward, a BPE tokenizer trained on the reviews and the Wordle
+feedback table (cached in ``$LM_GYM_CACHE``, default ``~/.cache/lm_gym``).
 """
 
 from __future__ import annotations
@@ -14,19 +14,26 @@ import gymnasium
 import numpy as np
 
 import lm_gym  # noqa: F401  (registers the envs)
+from lm_gym.tasks.wordle.policies import InfoGainPolicy, RandomMixturePolicy, RandomPolicy
 
 POSITIVE = "The acting was brilliant and the ending was wonderful. A superb, moving film."
 NEGATIVE = "The acting was awful and the ending was boring. A dull, tedious film."
 
 
 def play_utterances(env: gymnasium.Env, policy, episodes: int, seed: int) -> np.ndarray:
-    rewards = []
+    """Episode returns of ``policy`` (observation text -> utterance)."""
+    returns = []
     obs, _ = env.reset(seed=seed)
     for _ in range(episodes):
-        _, reward, *_ = env.step(policy(obs))
-        rewards.append(reward)
+        total = 0.0
+        while True:
+            obs, reward, terminated, truncated, _ = env.step(policy(obs))
+            total += reward
+            if terminated or truncated:
+                break
+        returns.append(total)
         obs, _ = env.reset()
-    return np.array(rewards)
+    return np.array(returns)
 
 
 def play_random_tokens(env: gymnasium.Env, episodes: int, seed: int) -> tuple[np.ndarray, list[str]]:
@@ -78,6 +85,19 @@ def main(argv: list[str] | None = None) -> None:
     venv.reset(seed=args.seed)
     _, rewards, *_ = venv.step([POSITIVE, NEGATIVE] * (args.num_envs // 2) + [POSITIVE] * (args.num_envs % 2))
     print(f"\nbatched vector env, {args.num_envs} envs scored in one call: {np.round(rewards, 3).tolist()}")
+
+    wordle = gymnasium.make("lm_gym/Wordle-v0")
+    vocabulary = wordle.unwrapped.vocabulary
+    print(f"\nlm_gym/Wordle-v0 (offline default vocabulary, {len(vocabulary.answers)} answers): mean return per policy")
+    for policy in (InfoGainPolicy(vocabulary), RandomMixturePolicy(vocabulary, 0.5, seed=args.seed), RandomPolicy(vocabulary, seed=args.seed)):
+        rewards = play_utterances(wordle, policy, args.episodes, args.seed)
+        print(f"  {policy.name:<22} {rewards.mean():.3f} +- {rewards.std():.3f}")
+    board, _ = wordle.reset(seed=args.seed)
+    while True:
+        board, _, terminated, _, _ = wordle.step(InfoGainPolicy(vocabulary)(board))
+        if terminated:
+            break
+    print("  an info-gain game:\n    " + "\n    ".join(board.splitlines()[1:]))
     print(f"done in {time.perf_counter() - start:.1f}s")
 
 
