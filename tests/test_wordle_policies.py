@@ -125,3 +125,15 @@ def test_expert_data_is_better_than_mixture_data():
     expert = offline_data.generate(offline_data.GenerationConfig(dataset="expert", **common), progress=False)
     mixture = offline_data.generate(offline_data.GenerationConfig(dataset="mixture", **common), progress=False)
     assert np.mean(expert["return"]) > np.mean(mixture["return"]) + 1.0
+
+
+def test_terminal_game(monkeypatch, capsys):
+    import io
+
+    from lm_gym.tasks.wordle import play
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("crane\n" * 6))
+    play.main(["--seed", "0", "--hint"])
+    output = capsys.readouterr().out
+    assert "(hint: " in output and "the word was" in output
+    assert output.count("\ncrane ") >= 1
