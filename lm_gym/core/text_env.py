@@ -107,6 +107,10 @@ class TextEnv(gymnasium.Env[str, str]):
         """Apply the utterance; ``score`` is ``reward_fn``'s value for :meth:`_reward_query`."""
         raise NotImplementedError
 
+    def demonstrations(self) -> list[tuple[str, str]]:
+        """``(observation, utterance)`` pairs of good play, for supervised warm starts and BC."""
+        raise ConfigurationError(f"{type(self).__name__} has no demonstrations")
+
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         """A cache key and the texts a task tokenizer is trained on (see ``lm_gym.core.tokenizer``)."""
         raise ConfigurationError(f"{type(self).__name__} has no corpus to train a tokenizer on; pass tokenizer=<name or path>")
@@ -207,6 +211,10 @@ class SingleTurnTextEnv(TextEnv):
         info["utterance"] = utterance
         info["metrics"] = self._episode_metrics(sample, utterance, score)
         return join_text(sample.prompt, utterance), float(score), True, False, info
+
+    def demonstrations(self) -> list[tuple[str, str]]:
+        """Every ``(prompt, reference)`` pair of the split."""
+        return [(sample.prompt, reference) for sample in self.samples for reference in sample.references]
 
     def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, float]:
         return {"reward": float(score), "num_words": len(utterance.split())}

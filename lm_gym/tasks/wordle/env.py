@@ -179,6 +179,22 @@ class WordleEnv(TextEnv):
         meta = {"mode": self.mode, "num_candidates": int(self._candidates.sum())}
         return {"prompt": self._board(), "references": [], "meta": meta}
 
+    def demonstrations(self, num_games: int = 500, seed: int = 0) -> list[tuple[str, str]]:
+        """``(board, guess)`` pairs of ``num_games`` seeded games of the information-gain policy."""
+        from lm_gym.tasks.wordle.policies import InfoGainPolicy
+
+        expert = InfoGainPolicy(self.vocabulary)
+        game = WordleEnv(vocabulary=self.vocabulary, mode="hidden_word", max_guesses=self.max_guesses)
+        pairs = []
+        for index in range(num_games):
+            board, _ = game.reset(seed=seed + index)
+            terminated = False
+            while not terminated:
+                guess = expert(board)
+                pairs.append((board, guess))
+                board, _, terminated, _, _ = game.step(guess)
+        return pairs
+
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         """Boards of random games: every guess word once, with the feedback it gets."""
         rng = np.random.default_rng(0)
