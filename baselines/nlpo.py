@@ -79,6 +79,8 @@ class Args:
     """episodes per iteration (the rollout batch)"""
     iterations: int = 100
     """PPO iterations (rollout + update)"""
+    time_limit_minutes: float | None = None
+    """stop after the iteration that passes this wall time (then evaluate and save)"""
     learning_rate: float = 1e-4
     anneal_lr: bool = True
     """decay the learning rate linearly to 0 over the iterations"""
@@ -382,6 +384,7 @@ def main(args: Args) -> dict:
         value_head.load_state_dict(state["value_head"])
         optimizer.load_state_dict(state["optimizer"])
         kl_coef, first_iteration, curves = state["kl_coef"], state["iteration"] + 1, state["curves"]
+        initial_eval = state["initial_eval"]
         random.setstate(state["rng"]["python"])
         np.random.set_state(state["rng"]["numpy"])
         torch.set_rng_state(state["rng"]["torch"])
@@ -399,9 +402,11 @@ def main(args: Args) -> dict:
             reference.save_pretrained(checkpoint_dir / "reference", safe_serialization=True)
         mask_model.save_pretrained(checkpoint_dir / "mask_model", safe_serialization=True)
         rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-        state = {"value_head": value_head.state_dict(), "optimizer": optimizer.state_dict(), "kl_coef": kl_coef, "iteration": iteration, "curves": curves, "rng": rng}
+        state = {"value_head": value_head.state_dict(), "optimizer": optimizer.state_dict(), "kl_coef": kl_coef, "iteration": iteration, "curves": curves, "initial_eval": initial_eval, "rng": rng}
         torch.save(state, checkpoint_dir / "trainer_state.pt")
 
+    if not resuming:  # the starting policy, evaluated exactly as the final one
+        initial_eval = evaluate(eval_env, policy, tokenizer, args, lengths, is_seq2seq, device)
     generated_tokens, rollout_seconds = 0, 0.0
     progress = tqdm(range(first_iteration, args.iterations + 1), desc="nlpo", unit="it", initial=first_iteration - 1, total=args.iterations)
     for iteration in progress:
@@ -520,14 +525,18 @@ def main(args: Args) -> dict:
         }
         for key in episode_metrics[0] if episode_metrics else []:
             row[f"mean_{key}"] = float(np.mean([m_[key] for m_ in episode_metrics]))
-        if (args.eval_every and iteration % args.eval_every == 0) or iteration == args.iterations:
+        out_of_time = args.time_limit_minutes is not None and time.time() - start_time > 60 * args.time_limit_minutes
+        last_iteration = iteration == args.iterations or out_of_time
+        if (args.eval_every and iteration % args.eval_every == 0) or last_iteration:
             row.update({f"eval/{key}": value for key, value in evaluate(eval_env, policy, tokenizer, args, lengths, is_seq2seq, device).items()})
         curves.append(row)
         progress.set_postfix(ret=f"{row['mean_return']:.3f}", kl=f"{mean_kl:.2f}")
         if args.track:
             wandb.log(row, step=iteration)
-        if (args.save_every and iteration % args.save_every == 0) or iteration == args.iterations:
+        if (args.save_every and iteration % args.save_every == 0) or last_iteration:
             save_checkpoint(iteration)
+        if out_of_time:
+            break
 
     final_eval = {key.removeprefix("eval/"): value for key, value in curves[-1].items() if key.startswith("eval/")} if curves else {}
     wall_time = time.time() - start_time
@@ -537,6 +546,7 @@ def main(args: Args) -> dict:
         "algorithm": "nlpo",
         "seed": args.seed,
         "config": asdict(args),
+        "initial_eval": initial_eval,
         "final_eval": final_eval,
         "curves": curves,
         "wall_time_s": wall_time,

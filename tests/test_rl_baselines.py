@@ -50,7 +50,7 @@ def test_smoke_training(baseline, env, architecture, tmp_path):
     assert [row["iteration"] for row in saved["curves"]] == [1, 2]
     for row in saved["curves"]:
         assert all(math.isfinite(row[key]) for key in ("pg_loss", "vf_loss", "kl", "mean_return"))
-    assert set(saved["final_eval"]) >= {"mean_return", "std_return"}
+    assert set(saved["final_eval"]) >= {"mean_return", "std_return"} and set(saved["initial_eval"]) >= {"mean_return"}
     assert saved["tokens_per_s"] > 0 and saved["peak_memory_mb"] > 0 and saved["wall_time_s"] > 0
     assert (tmp_path / "checkpoint" / "model.safetensors").is_file() and result["seed"] == 1
 
@@ -59,7 +59,7 @@ def test_resume_continues_from_the_checkpoint(baseline, tmp_path):
     first = run(baseline, tmp_path, iterations=1)
     resumed = run(baseline, tmp_path, iterations=3, resume=True)
     assert [row["iteration"] for row in resumed["curves"]] == [1, 2, 3]
-    assert resumed["curves"][0] == first["curves"][0]
+    assert resumed["curves"][0] == first["curves"][0] and resumed["initial_eval"] == first["initial_eval"]
 
 
 def test_same_seed_same_first_iteration(baseline, tmp_path):
@@ -85,3 +85,8 @@ def test_nlpo_mask_model_is_refreshed(tmp_path):
         same_as_policy = all(torch.equal(policy[k], mask_model[k]) for k in policy)
         same_as_reference = all(torch.equal(reference[k], mask_model[k]) for k in reference)
         assert same_as_policy == expected_policy and same_as_reference != expected_policy
+
+
+def test_time_limit_stops_training(tmp_path):
+    result = run(load_baseline("ppo"), tmp_path, iterations=50, time_limit_minutes=0.0)
+    assert [row["iteration"] for row in result["curves"]] == [1] and result["final_eval"]
