@@ -106,6 +106,8 @@ class Args:
     """iterations between copies of the policy into the mask model (RL4LMs' mu)"""
     temperature: float = 1.0
     """sampling temperature of rollouts (log-probs use the same)"""
+    min_new_tokens: int | None = None
+    """EOS is not generated before this many tokens; None: the task's generation_defaults (IMDB: 48, as RL4LMs)"""
     eval_every: int = 10
     """iterations between evaluations (0: only at the end)"""
     eval_episodes: int = 64
@@ -197,6 +199,20 @@ def cut_at_eos(tokens: torch.Tensor, eos_id: int) -> list[list[int]]:
     return rows
 
 
+def no_early_eos(logits: torch.Tensor, early_eos: tuple[int, int], first_position: int = 0) -> torch.Tensor:
+    """``logits`` (B, T, V) of response positions ``first_position``.. with EOS at -inf where generation forbids it.
+
+    ``early_eos = (eos_id, n)``: EOS cannot be generated at the first ``n`` positions (``min_new_tokens``).
+    """
+    eos_id, min_new_tokens = early_eos
+    forbidden = min_new_tokens - first_position
+    if forbidden <= 0:
+        return logits
+    logits = logits.clone()
+    logits[:, :forbidden, eos_id] = float("-inf")
+    return logits
+
+
 def top_p_keep(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     """Boolean mask of the smallest set of tokens holding ``top_p`` of the probability (the top token always)."""
     sorted_logits, order = logits.float().sort(dim=-1, descending=True)
@@ -208,9 +224,10 @@ def top_p_keep(logits: torch.Tensor, top_p: float) -> torch.Tensor:
 class MaskModelProcessor(LogitsProcessor):
     """Masks the policy's next-token scores to the mask model's top-p tokens, step by step with its KV cache."""
 
-    def __init__(self, mask_model, query_ids: torch.Tensor, query_mask: torch.Tensor, is_seq2seq: bool, top_p: float):
-        self.mask_model, self.is_seq2seq, self.top_p = mask_model, is_seq2seq, top_p
+    def __init__(self, mask_model, query_ids: torch.Tensor, query_mask: torch.Tensor, is_seq2seq: bool, top_p: float, early_eos: tuple[int, int]):
+        self.mask_model, self.is_seq2seq, self.top_p, self.early_eos = mask_model, is_seq2seq, top_p, early_eos
         self.query_ids, self.attention_mask = query_ids, query_mask
+        self.start_width = 1 if is_seq2seq else query_ids.shape[1]  # input_ids width before the first new token
         self.past = None
         if is_seq2seq:
             self.encoder_outputs = mask_model.get_encoder()(input_ids=query_ids, attention_mask=query_mask)
@@ -228,19 +245,21 @@ class MaskModelProcessor(LogitsProcessor):
             positions = (self.attention_mask.cumsum(-1) - 1).clamp(min=0)[:, -new_tokens.shape[1] :]
             out = self.mask_model(input_ids=new_tokens, attention_mask=self.attention_mask, position_ids=positions, past_key_values=self.past, use_cache=True)
         self.past = out.past_key_values
-        keep = top_p_keep(out.logits[:, -1], self.top_p)
+        position = input_ids.shape[1] - self.start_width
+        keep = top_p_keep(no_early_eos(out.logits[:, -1:], self.early_eos, position)[:, 0], self.top_p)
         return scores.masked_fill(~keep, float("-inf"))
 
 
 @torch.no_grad()
-def generate(model, tokenizer, queries: list[list[int]], max_new_tokens: int, is_seq2seq: bool, sample: bool, temperature: float, device: str, mask_model=None, top_p: float = 1.0) -> list[list[int]]:
+def generate(model, tokenizer, queries: list[list[int]], lengths: dict, is_seq2seq: bool, sample: bool, temperature: float, device: str, mask_model=None, top_p: float = 1.0) -> list[list[int]]:
     """Batched generation with the KV cache, masked by ``mask_model`` when given; responses up to and including EOS."""
     ids, mask = pad(queries, tokenizer.pad_token_id, "right" if is_seq2seq else "left", device)
     options = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if sample else {"do_sample": False}
     if mask_model is not None:
-        options["logits_processor"] = LogitsProcessorList([MaskModelProcessor(mask_model, ids, mask, is_seq2seq, top_p)])
+        early_eos = (tokenizer.eos_token_id, lengths["min_new_tokens"])
+        options["logits_processor"] = LogitsProcessorList([MaskModelProcessor(mask_model, ids, mask, is_seq2seq, top_p, early_eos)])
     out = model.generate(
-        input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, use_cache=True,
+        input_ids=ids, attention_mask=mask, max_new_tokens=lengths["max_new_tokens"], min_new_tokens=lengths["min_new_tokens"], use_cache=True,
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **options,
     )
     new_tokens = out[:, 1:] if is_seq2seq else out[:, ids.shape[1] :]
@@ -261,19 +280,22 @@ def response_logits(model, queries: torch.Tensor, query_mask: torch.Tensor, resp
     input_ids = torch.cat([queries, responses], 1)
     attention_mask = torch.cat([query_mask, response_mask], 1)
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, output_hidden_states=with_hidden)
-    start = queries.shape[1] - 1  # the logits at position i predict token i + 1
-    return out.logits[:, start:-1], out.hidden_states[-1][:, start:-1] if with_hidden else None
+    # the logits at position i predict token i + 1: only the last length + 1 positions are needed
+    length = responses.shape[1]
+    keep = {"logits_to_keep": length + 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, output_hidden_states=with_hidden, **keep)
+    return out.logits[:, -length - 1 : -1], out.hidden_states[-1][:, -length - 1 : -1] if with_hidden else None
 
 
-def forward(model, value_head, queries, query_mask, responses, response_mask, is_seq2seq: bool, temperature: float, keep=None):
+def forward(model, value_head, queries, query_mask, responses, response_mask, is_seq2seq: bool, temperature: float, early_eos: tuple[int, int], keep=None):
     """Per-token log-probs, entropies and (with a value head) values of ``responses``, shape (B, T).
 
-    With ``keep`` (B, T, V booleans: the mask model's top-p sets) the distribution is
-    restricted to the kept tokens and renormalised.
+    EOS is impossible where generation forbade it (``early_eos``). With ``keep`` (B, T, V
+    booleans: the mask model's top-p sets) the distribution is restricted to the kept tokens
+    and renormalised.
     """
     logits, hidden = response_logits(model, queries, query_mask, responses, response_mask, is_seq2seq, value_head is not None)
-    logits = logits.float() / temperature
+    logits = no_early_eos(logits.float() / temperature, early_eos)
     if keep is not None:
         # The token taken always counts as kept: padding after EOS, and a sampled token on the
         # top-p boundary that the full forward pass ranks a hair differently, stay finite.
@@ -287,16 +309,16 @@ def forward(model, value_head, queries, query_mask, responses, response_mask, is
 
 
 @torch.no_grad()
-def mask_of(mask_model, queries, query_mask, responses, response_mask, is_seq2seq: bool, top_p: float) -> torch.Tensor:
-    """The mask model's top-p sets (B, T, V booleans) at every response position."""
+def mask_of(mask_model, queries, query_mask, responses, response_mask, is_seq2seq: bool, top_p: float, early_eos: tuple[int, int]) -> torch.Tensor:
+    """The mask model's top-p sets (B, T, V booleans) at every response position, as during generation."""
     logits, _ = response_logits(mask_model, queries, query_mask, responses, response_mask, is_seq2seq, with_hidden=False)
-    return top_p_keep(logits, top_p)
+    return top_p_keep(no_early_eos(logits, early_eos), top_p)
 
 
 # ---- evaluation ----------------------------------------------------------------------------
 
 
-def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, is_seq2seq: bool, sample: bool, temperature: float, device: str, on_turn=None, mask_model=None, top_p: float = 1.0):
+def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths: dict, is_seq2seq: bool, sample: bool, temperature: float, device: str, on_turn=None, mask_model=None, top_p: float = 1.0):
     """Each sub-env plays one episode per round until ``num_episodes``; returns (returns, metrics dicts).
 
     ``on_turn(env_indices, queries, responses, rewards, dones)`` sees every generated turn.
@@ -310,8 +332,8 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, max_prom
         totals = np.zeros(venv.num_envs)
         while active.any():
             indices = np.flatnonzero(active)
-            queries = encode_prompts(tokenizer, [observations[i] for i in indices], max_prompt_length)
-            responses = generate(model, tokenizer, queries, max_new_tokens, is_seq2seq, sample, temperature, device, mask_model, top_p)
+            queries = encode_prompts(tokenizer, [observations[i] for i in indices], lengths["max_prompt_length"])
+            responses = generate(model, tokenizer, queries, lengths, is_seq2seq, sample, temperature, device, mask_model, top_p)
             texts = tokenizer.batch_decode(responses, skip_special_tokens=True)
             actions = [""] * venv.num_envs  # finished envs: NextStep autoreset ignores their action
             for k, i in enumerate(indices):
@@ -331,8 +353,8 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, max_prom
 
 def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
     returns, metrics = play_episodes(
-        eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths["max_prompt_length"],
-        lengths["max_new_tokens"], is_seq2seq, sample=False, temperature=1.0, device=device,
+        eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
+        sample=False, temperature=1.0, device=device,
     )
     result = {"mean_return": float(returns.mean()), "std_return": float(returns.std())}
     for key in metrics[0] if metrics else []:
@@ -357,7 +379,12 @@ def main(args: Args) -> dict:
     # Envs: the native batched vector env for rollouts (train split) and evaluation (validation).
     train_env = gymnasium.make_vec(args.env_id, num_envs=args.num_envs, vectorization_mode="vector_entry_point", **env_kwargs_for(args.env_id, env_kwargs, "train"))
     eval_env = gymnasium.make_vec(args.env_id, num_envs=args.eval_batch_size, vectorization_mode="vector_entry_point", **env_kwargs_for(args.env_id, env_kwargs, "validation"))
-    lengths = dict(train_env.envs[0].token_level_defaults)
+    task = train_env.envs[0]
+    lengths = {**task.token_level_defaults, "min_new_tokens": task.generation_defaults.get("min_new_tokens", 0)}
+    if args.min_new_tokens is not None:
+        lengths["min_new_tokens"] = args.min_new_tokens
+    if not 0 <= lengths["min_new_tokens"] <= lengths["max_new_tokens"]:
+        raise ValueError(f"--min-new-tokens must be in [0, {lengths['max_new_tokens']}] (the task's max_new_tokens), got {lengths['min_new_tokens']}")
 
     # Models: the policy with a value head on its last hidden states, and the frozen reference.
     resuming = args.resume and (checkpoint_dir / "trainer_state.pt").is_file()
@@ -369,6 +396,7 @@ def main(args: Args) -> dict:
         policy, tokenizer, is_seq2seq = load_policy(args, train_env.envs[0], device)
         reference = copy.deepcopy(policy)
         mask_model = copy.deepcopy(policy)
+    early_eos = (tokenizer.eos_token_id, lengths["min_new_tokens"])  # generation's min_new_tokens, in the log-probs too
     policy.eval()  # dropout off throughout: rollout and update log-probs must agree
     reference.eval().requires_grad_(False)
     mask_model.eval().requires_grad_(False)
@@ -423,7 +451,7 @@ def main(args: Args) -> dict:
         with autocast:
             episode_returns, episode_metrics = play_episodes(
                 train_env, policy, tokenizer, args.num_envs, args.seed * 1_000_003 + iteration * args.num_envs,
-                lengths["max_prompt_length"], lengths["max_new_tokens"], is_seq2seq, True, args.temperature, device, on_turn=record,
+                lengths, is_seq2seq, True, args.temperature, device, on_turn=record,
                 mask_model=mask_model, top_p=args.top_p,
             )
         envs, queries, responses, scores, dones = zip(*segments, strict=True)
@@ -431,13 +459,20 @@ def main(args: Args) -> dict:
         response_ids, response_mask = pad(list(responses), tokenizer.pad_token_id, "right", device)
         generated_tokens += int(response_mask.sum())
 
-        # ---- log-probs, values and reference log-probs: single forward passes over the finished sequences
-        # (the policy's log-probs under the masked distribution it sampled from)
+        # ---- log-probs, values and reference log-probs: single forward passes over the finished sequences,
+        # a minibatch at a time so that no rollout-sized (B, T, vocabulary) buffer exists
+        # (the policy's log-probs are those of the masked distribution it sampled from)
+        minibatch_size = max(1, len(segments) // args.num_minibatches)
+        chunks = [slice(begin, begin + minibatch_size) for begin in range(0, len(segments), minibatch_size)]
+        policy_out, ref_out = [], []
         with torch.no_grad(), autocast:
-            keep = mask_of(mask_model, query_ids, query_mask, response_ids, response_mask, is_seq2seq, args.top_p)
-            old_log_probs, _, old_values = forward(policy, value_head, query_ids, query_mask, response_ids, response_mask, is_seq2seq, args.temperature, keep)
+            for c in chunks:
+                keep = mask_of(mask_model, query_ids[c], query_mask[c], response_ids[c], response_mask[c], is_seq2seq, args.top_p, early_eos)
+                policy_out.append(forward(policy, value_head, query_ids[c], query_mask[c], response_ids[c], response_mask[c], is_seq2seq, args.temperature, early_eos, keep))
+                ref_out.append(forward(reference, None, query_ids[c], query_mask[c], response_ids[c], response_mask[c], is_seq2seq, args.temperature, early_eos)[0])
             del keep
-            ref_log_probs, _, _ = forward(reference, None, query_ids, query_mask, response_ids, response_mask, is_seq2seq, args.temperature)
+        old_log_probs, old_values = torch.cat([out[0] for out in policy_out]), torch.cat([out[2] for out in policy_out])
+        ref_log_probs = torch.cat(ref_out)
         mask = response_mask.float()
         kl = (old_log_probs - ref_log_probs) * mask
         rewards = -kl_coef * kl
@@ -465,16 +500,15 @@ def main(args: Args) -> dict:
 
         # ---- PPO update (the policy stays in eval mode: dropout off, so log-probs match the rollout's)
         stats = {"pg_loss": [], "vf_loss": [], "entropy": [], "approx_kl": [], "clipfrac": []}
-        minibatch_size = max(1, len(segments) // args.num_minibatches)
         stop = False
         for _ in range(args.update_epochs):
             order = torch.randperm(len(segments))
             for begin in range(0, len(segments), minibatch_size):
                 mb = order[begin : begin + minibatch_size].to(device)
                 with autocast:
-                    keep = mask_of(mask_model, query_ids[mb], query_mask[mb], response_ids[mb], response_mask[mb], is_seq2seq, args.top_p)
+                    keep = mask_of(mask_model, query_ids[mb], query_mask[mb], response_ids[mb], response_mask[mb], is_seq2seq, args.top_p, early_eos)
                     new_log_probs, entropy, new_values = forward(
-                        policy, value_head, query_ids[mb], query_mask[mb], response_ids[mb], response_mask[mb], is_seq2seq, args.temperature, keep
+                        policy, value_head, query_ids[mb], query_mask[mb], response_ids[mb], response_mask[mb], is_seq2seq, args.temperature, early_eos, keep
                     )
                 m, count = mask[mb], mask[mb].sum()
                 log_ratio = new_log_probs - old_log_probs[mb]

@@ -92,6 +92,8 @@ class Args:
     kl_horizon: int = 10000
     temperature: float = 1.0
     """sampling temperature of rollouts (log-probs use the same)"""
+    min_new_tokens: int | None = None
+    """EOS is not generated before this many tokens; None: the task's generation_defaults (IMDB: 48, as RL4LMs)"""
     eval_every: int = 10
     """iterations between evaluations (0: only at the end)"""
     eval_episodes: int = 64
@@ -184,20 +186,24 @@ def cut_at_eos(tokens: torch.Tensor, eos_id: int) -> list[list[int]]:
 
 
 @torch.no_grad()
-def generate(model, tokenizer, queries: list[list[int]], max_new_tokens: int, is_seq2seq: bool, sample: bool, temperature: float, device: str) -> list[list[int]]:
+def generate(model, tokenizer, queries: list[list[int]], lengths: dict, is_seq2seq: bool, sample: bool, temperature: float, device: str) -> list[list[int]]:
     """Batched generation with the KV cache; returns each response up to and including EOS."""
     ids, mask = pad(queries, tokenizer.pad_token_id, "right" if is_seq2seq else "left", device)
     options = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if sample else {"do_sample": False}
     out = model.generate(
-        input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, use_cache=True,
+        input_ids=ids, attention_mask=mask, max_new_tokens=lengths["max_new_tokens"], min_new_tokens=lengths["min_new_tokens"], use_cache=True,
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **options,
     )
     new_tokens = out[:, 1:] if is_seq2seq else out[:, ids.shape[1] :]
     return cut_at_eos(new_tokens, tokenizer.eos_token_id)
 
 
-def forward(model, value_head, queries: torch.Tensor, query_mask: torch.Tensor, responses: torch.Tensor, response_mask: torch.Tensor, is_seq2seq: bool, temperature: float):
-    """Per-token log-probs, entropies and (with a value head) values of ``responses``, shape (B, T)."""
+def forward(model, value_head, queries: torch.Tensor, query_mask: torch.Tensor, responses: torch.Tensor, response_mask: torch.Tensor, is_seq2seq: bool, temperature: float, early_eos: tuple[int, int]):
+    """Per-token log-probs, entropies and (with a value head) values of ``responses``, shape (B, T).
+
+    ``early_eos = (eos_id, n)``: EOS is impossible at the first ``n`` positions, as in generation.
+    """
+    length = responses.shape[1]
     if is_seq2seq:
         start = torch.full_like(responses[:, :1], model.config.decoder_start_token_id)
         out = model(
@@ -212,13 +218,18 @@ def forward(model, value_head, queries: torch.Tensor, query_mask: torch.Tensor, 
         input_ids = torch.cat([queries, responses], 1)
         attention_mask = torch.cat([query_mask, response_mask], 1)
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding
-        out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, output_hidden_states=value_head is not None)
-        start = queries.shape[1] - 1  # the logits at position i predict token i + 1
-        logits = out.logits[:, start:-1]
-        hidden = out.hidden_states[-1][:, start:-1] if value_head is not None else None
-    log_probs_all = torch.log_softmax(logits.float() / temperature, dim=-1)
+        # the logits at position i predict token i + 1: only the last length + 1 positions are needed
+        keep = {"logits_to_keep": length + 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+        out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, output_hidden_states=value_head is not None, **keep)
+        logits = out.logits[:, -length - 1 : -1]
+        hidden = out.hidden_states[-1][:, -length - 1 : -1] if value_head is not None else None
+    logits = logits.float() / temperature
+    eos_id, min_new_tokens = early_eos
+    if min_new_tokens:
+        logits[:, :min_new_tokens, eos_id] = float("-inf")
+    log_probs_all = torch.log_softmax(logits, dim=-1)
     log_probs = log_probs_all.gather(-1, responses.unsqueeze(-1)).squeeze(-1)
-    entropy = -(log_probs_all.exp() * log_probs_all).sum(-1)
+    entropy = -(log_probs_all.exp() * log_probs_all.masked_fill(log_probs_all.isinf(), 0.0)).sum(-1)
     values = value_head(hidden.float()).squeeze(-1) if value_head is not None else None
     return log_probs, entropy, values
 
@@ -226,7 +237,7 @@ def forward(model, value_head, queries: torch.Tensor, query_mask: torch.Tensor, 
 # ---- evaluation ----------------------------------------------------------------------------
 
 
-def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, is_seq2seq: bool, sample: bool, temperature: float, device: str, on_turn=None):
+def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths: dict, is_seq2seq: bool, sample: bool, temperature: float, device: str, on_turn=None):
     """Each sub-env plays one episode per round until ``num_episodes``; returns (returns, metrics dicts).
 
     ``on_turn(env_indices, queries, responses, rewards, dones)`` sees every generated turn.
@@ -240,8 +251,8 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, max_prom
         totals = np.zeros(venv.num_envs)
         while active.any():
             indices = np.flatnonzero(active)
-            queries = encode_prompts(tokenizer, [observations[i] for i in indices], max_prompt_length)
-            responses = generate(model, tokenizer, queries, max_new_tokens, is_seq2seq, sample, temperature, device)
+            queries = encode_prompts(tokenizer, [observations[i] for i in indices], lengths["max_prompt_length"])
+            responses = generate(model, tokenizer, queries, lengths, is_seq2seq, sample, temperature, device)
             texts = tokenizer.batch_decode(responses, skip_special_tokens=True)
             actions = [""] * venv.num_envs  # finished envs: NextStep autoreset ignores their action
             for k, i in enumerate(indices):
@@ -261,8 +272,8 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, max_prom
 
 def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
     returns, metrics = play_episodes(
-        eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths["max_prompt_length"],
-        lengths["max_new_tokens"], is_seq2seq, sample=False, temperature=1.0, device=device,
+        eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
+        sample=False, temperature=1.0, device=device,
     )
     result = {"mean_return": float(returns.mean()), "std_return": float(returns.std())}
     for key in metrics[0] if metrics else []:
@@ -287,7 +298,12 @@ def main(args: Args) -> dict:
     # Envs: the native batched vector env for rollouts (train split) and evaluation (validation).
     train_env = gymnasium.make_vec(args.env_id, num_envs=args.num_envs, vectorization_mode="vector_entry_point", **env_kwargs_for(args.env_id, env_kwargs, "train"))
     eval_env = gymnasium.make_vec(args.env_id, num_envs=args.eval_batch_size, vectorization_mode="vector_entry_point", **env_kwargs_for(args.env_id, env_kwargs, "validation"))
-    lengths = dict(train_env.envs[0].token_level_defaults)
+    task = train_env.envs[0]
+    lengths = {**task.token_level_defaults, "min_new_tokens": task.generation_defaults.get("min_new_tokens", 0)}
+    if args.min_new_tokens is not None:
+        lengths["min_new_tokens"] = args.min_new_tokens
+    if not 0 <= lengths["min_new_tokens"] <= lengths["max_new_tokens"]:
+        raise ValueError(f"--min-new-tokens must be in [0, {lengths['max_new_tokens']}] (the task's max_new_tokens), got {lengths['min_new_tokens']}")
 
     # Models: the policy with a value head on its last hidden states, and the frozen reference.
     resuming = args.resume and (checkpoint_dir / "trainer_state.pt").is_file()
@@ -297,6 +313,7 @@ def main(args: Args) -> dict:
     else:
         policy, tokenizer, is_seq2seq = load_policy(args, train_env.envs[0], device)
         reference = copy.deepcopy(policy)
+    early_eos = (tokenizer.eos_token_id, lengths["min_new_tokens"])  # generation's min_new_tokens, in the log-probs too
     policy.eval()  # dropout off throughout: rollout and update log-probs must agree
     reference.eval().requires_grad_(False)
     value_head = nn.Linear(policy.config.hidden_size, 1).to(device)
@@ -349,17 +366,21 @@ def main(args: Args) -> dict:
         with autocast:
             episode_returns, episode_metrics = play_episodes(
                 train_env, policy, tokenizer, args.num_envs, args.seed * 1_000_003 + iteration * args.num_envs,
-                lengths["max_prompt_length"], lengths["max_new_tokens"], is_seq2seq, True, args.temperature, device, on_turn=record,
+                lengths, is_seq2seq, True, args.temperature, device, on_turn=record,
             )
         envs, queries, responses, scores, dones = zip(*segments, strict=True)
         query_ids, query_mask = pad(list(queries), tokenizer.pad_token_id, "right" if is_seq2seq else "left", device)
         response_ids, response_mask = pad(list(responses), tokenizer.pad_token_id, "right", device)
         generated_tokens += int(response_mask.sum())
 
-        # ---- log-probs, values and reference log-probs: single forward passes over the finished sequences
+        # ---- log-probs, values and reference log-probs: single forward passes over the finished sequences,
+        # a minibatch at a time so that no rollout-sized (B, T, vocabulary) buffer exists
+        minibatch_size = max(1, len(segments) // args.num_minibatches)
+        chunks = [slice(begin, begin + minibatch_size) for begin in range(0, len(segments), minibatch_size)]
         with torch.no_grad(), autocast:
-            old_log_probs, _, old_values = forward(policy, value_head, query_ids, query_mask, response_ids, response_mask, is_seq2seq, args.temperature)
-            ref_log_probs, _, _ = forward(reference, None, query_ids, query_mask, response_ids, response_mask, is_seq2seq, args.temperature)
+            policy_out = [forward(policy, value_head, query_ids[c], query_mask[c], response_ids[c], response_mask[c], is_seq2seq, args.temperature, early_eos) for c in chunks]
+            ref_log_probs = torch.cat([forward(reference, None, query_ids[c], query_mask[c], response_ids[c], response_mask[c], is_seq2seq, args.temperature, early_eos)[0] for c in chunks])
+        old_log_probs, old_values = torch.cat([out[0] for out in policy_out]), torch.cat([out[2] for out in policy_out])
         mask = response_mask.float()
         kl = (old_log_probs - ref_log_probs) * mask
         rewards = -kl_coef * kl
@@ -387,7 +408,6 @@ def main(args: Args) -> dict:
 
         # ---- PPO update (the policy stays in eval mode: dropout off, so log-probs match the rollout's)
         stats = {"pg_loss": [], "vf_loss": [], "entropy": [], "approx_kl": [], "clipfrac": []}
-        minibatch_size = max(1, len(segments) // args.num_minibatches)
         stop = False
         for _ in range(args.update_epochs):
             order = torch.randperm(len(segments))
@@ -395,7 +415,7 @@ def main(args: Args) -> dict:
                 mb = order[begin : begin + minibatch_size].to(device)
                 with autocast:
                     new_log_probs, entropy, new_values = forward(
-                        policy, value_head, query_ids[mb], query_mask[mb], response_ids[mb], response_mask[mb], is_seq2seq, args.temperature
+                        policy, value_head, query_ids[mb], query_mask[mb], response_ids[mb], response_mask[mb], is_seq2seq, args.temperature, early_eos
                     )
                 m, count = mask[mb], mask[mb].sum()
                 log_ratio = new_log_probs - old_log_probs[mb]

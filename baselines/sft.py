@@ -302,9 +302,12 @@ def check_positions(model, max_prompt_length: int, max_new_tokens: int) -> None:
 # ---------------------------------------------------------------------------------------------
 @torch.no_grad()
 def generate_utterances(
-    model, tokenizer, observations: list[str], max_prompt_length: int, max_new_tokens: int, bf16: bool = False
+    model, tokenizer, observations: list[str], max_prompt_length: int, max_new_tokens: int, min_new_tokens: int = 0, bf16: bool = False
 ) -> list[str]:
-    """Greedy utterances for a batch of observation texts (left-padded prompts, KV cache)."""
+    """Greedy utterances for a batch of observation texts (left-padded prompts, KV cache).
+
+    ``min_new_tokens``: the task's generation protocol (``generation_defaults``), EOS suppressed before then.
+    """
     device = next(model.parameters()).device
     prompts = encode_prompts(tokenizer, observations, max_prompt_length)
     input_ids = pad(prompts, tokenizer.pad_token_id, "left").to(device)
@@ -314,6 +317,7 @@ def generate_utterances(
             input_ids=input_ids,
             attention_mask=attention_mask,
             max_new_tokens=max_new_tokens,
+            min_new_tokens=min_new_tokens,
             do_sample=False,
             eos_token_id=tokenizer.eos_token_id,
             pad_token_id=tokenizer.pad_token_id,
@@ -328,7 +332,7 @@ def generate_utterances(
     return utterances
 
 
-def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, bf16: bool) -> dict[str, float]:
+def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, min_new_tokens: int, bf16: bool) -> dict[str, float]:
     """Play ``num_episodes`` greedy episodes, each sub-env one episode per round.
 
     Episode j is reset with seed ``seed + j``. Returns ``mean_return``, ``std_return``,
@@ -347,7 +351,7 @@ def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_le
         for _ in range(EVAL_MAX_TURNS):
             indices = np.flatnonzero(active)
             texts = generate_utterances(
-                model, tokenizer, [observations[i] for i in indices], max_prompt_length, max_new_tokens, bf16
+                model, tokenizer, [observations[i] for i in indices], max_prompt_length, max_new_tokens, min_new_tokens, bf16
             )
             actions = [""] * venv.num_envs  # finished sub-envs: autoreset ignores their action
             for i, text in zip(indices, texts, strict=True):
@@ -439,6 +443,7 @@ def main(args: Args) -> dict[str, Any]:
         tokenizer.pad_token = tokenizer.eos_token
     max_prompt_length = args.max_prompt_length or task.token_level_defaults["max_prompt_length"]
     max_new_tokens = args.max_new_tokens or task.token_level_defaults["max_new_tokens"]
+    min_new_tokens = min(task.generation_defaults.get("min_new_tokens", 0), max_new_tokens)  # for evaluation
     prompts = encode_prompts(tokenizer, [obs for obs, _ in demonstrations], max_prompt_length)
     targets = encode_targets(tokenizer, [utterance for _, utterance in demonstrations], max_new_tokens)
 
@@ -489,7 +494,7 @@ def main(args: Args) -> dict[str, Any]:
         if venv is None:
             num_envs = min(args.eval_batch_size, args.eval_episodes)
             venv = gymnasium.make_vec(args.env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **eval_kwargs)
-        return evaluate(model, tokenizer, venv, args.eval_episodes, args.eval_seed, max_prompt_length, max_new_tokens, args.bf16)
+        return evaluate(model, tokenizer, venv, args.eval_episodes, args.eval_seed, max_prompt_length, max_new_tokens, min_new_tokens, args.bf16)
 
     writer = None
     if args.track:

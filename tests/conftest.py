@@ -5,7 +5,9 @@ Sockets are blocked for the whole suite by pytest-socket (``--disable-socket`` i
 fast instead of retrying.
 """
 
+import importlib.util
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -24,6 +26,18 @@ import lm_gym  # noqa: E402,F401  (registers the envs)
 torch.set_num_threads(2)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+BASELINES = Path(__file__).resolve().parents[1] / "baselines"
+
+
+def load_baseline(name: str):
+    """``baselines/<name>.py`` as a module (the baselines are scripts, not a package)."""
+    module_name = f"baseline_{name}"
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, BASELINES / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
 
 
 @pytest.fixture(scope="session")

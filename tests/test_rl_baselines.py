@@ -1,30 +1,19 @@
 """Smoke trainings of the RL baselines (PPO, NLPO): IMDB and Wordle, causal and seq2seq."""
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
+from conftest import load_baseline
 from safetensors.torch import load_file
 
-BASELINES = Path(__file__).resolve().parents[1] / "baselines"
 T5_CONFIG = '{"model_type": "t5", "d_model": 64, "d_ff": 128, "d_kv": 16, "num_layers": 2, "num_heads": 4}'
 GPT2_CONFIG = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 64, "n_head": 2}'
 ENVS = {
     "imdb": ("lm_gym/IMDB-v0", '{"source": "synthetic"}'),
     "wordle": ("lm_gym/Wordle-v0", '{"num_answers": 100}'),
 }
-
-
-def load_baseline(name):
-    spec = importlib.util.spec_from_file_location(f"baseline_{name}", BASELINES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module", params=["ppo", "nlpo"])

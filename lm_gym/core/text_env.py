@@ -80,6 +80,8 @@ class TextEnv(gymnasium.Env[str, str]):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
     #: Defaults of the token-level wrapper for this task (``max_prompt_length``, ``max_new_tokens``).
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 128, "max_new_tokens": 64}
+    #: Generation settings of the task's protocol that policies should follow (``min_new_tokens``).
+    generation_defaults: ClassVar[dict[str, int]] = {}
 
     reward_fn: BatchedReward | None = None
 

@@ -39,7 +39,10 @@ class IMDBEnv(SingleTurnTextEnv):
     ``lm_gym.core.errors.InvalidActionError``. An empty continuation is allowed and scored
     like any other text. At ``action_level="token"`` the action is a token id
     (``Discrete(vocab_size)``), see ``lm_gym.core.TokenLevel``; the continuation ends at EOS
-    or after ``max_new_tokens`` (default 48) tokens.
+    or after ``max_new_tokens`` (default 48) tokens. RL4LMs' protocol generates exactly 48
+    tokens (EOS suppressed before then); ``generation_defaults = {"min_new_tokens": 48}``
+    tells generating policies (lm-gym's baselines follow it) so that the reward cannot be won
+    by ending the continuation after one positive word.
 
     ## Observation Space
     ``Text(max_length=16384)``: at reset, the first half of the review's words; after the
@@ -87,6 +90,7 @@ class IMDBEnv(SingleTurnTextEnv):
     """
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 64, "max_new_tokens": 48}
+    generation_defaults: ClassVar[dict[str, int]] = {"min_new_tokens": 48}
 
     def __init__(
         self,
