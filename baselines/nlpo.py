@@ -18,7 +18,9 @@ Everything else is ``baselines/ppo.py``:
   batched reward call. Multi-turn tasks (Wordle) are episodes of several utterances, with
   the env's reward at the end of each.
 * Per-token log-probs, values and the frozen reference model's log-probs come from single
-  forward passes over the finished sequences (query + response), not from generation.
+  forward passes over the finished sequences (query + response), not from generation, a
+  minibatch of sequences at a time. The task's generation protocol holds in both
+  (``generation_defaults``; IMDB: EOS is impossible before 48 tokens, as in RL4LMs).
 * Per-token reward: ``-kl_coef * (log pi - log pi_ref)`` on every generated token, plus the
   env's reward on the utterance's last token. GAE runs over the tokens of a whole episode.
 * Adaptive KL controller (Ziegler et al., 2019): after each rollout, with ``kl`` the mean
@@ -26,7 +28,7 @@ Everything else is ``baselines/ppo.py``:
   ``kl_coef *= 1 + clip(kl / kl_target - 1, -0.2, 0.2) * num_envs / kl_horizon``;
   ``--kl-target None`` keeps the coefficient fixed.
 * Value function: a linear head on the policy's last hidden states (shared trunk), so the
-  only model copies are the policy and the reference.
+  only model copies are the policy, the reference and (NLPO's own) the mask model.
 * Works with causal and seq2seq policies: ``--model-name`` (hub name or path),
   ``--model-config`` (JSON for a small randomly initialised one) or ``--init-from`` (an
   SFT checkpoint from ``baselines/sft.py``).
@@ -135,6 +137,30 @@ def parse_json(name: str, text: str) -> dict:
     if not isinstance(value, dict):
         raise ValueError(f"--{name.replace('_', '-')} must be a JSON object, got {text!r}")
     return value
+
+
+def check_args(args: Args) -> None:
+    """A ValueError naming the flag of the first setting out of its range."""
+    rules = [
+        ("num_envs", args.num_envs >= 1, ">= 1"),
+        ("iterations", args.iterations >= 1, ">= 1"),
+        ("update_epochs", args.update_epochs >= 1, ">= 1"),
+        ("num_minibatches", 1 <= args.num_minibatches <= args.num_envs, "in [1, num_envs]"),
+        ("learning_rate", args.learning_rate > 0, "> 0"),
+        ("gamma", 0 <= args.gamma <= 1, "in [0, 1]"),
+        ("gae_lambda", 0 <= args.gae_lambda <= 1, "in [0, 1]"),
+        ("clip_coef", args.clip_coef > 0, "> 0"),
+        ("kl_coef", args.kl_coef >= 0, ">= 0"),
+        ("kl_target", args.kl_target is None or args.kl_target > 0, "> 0 or None"),
+        ("temperature", args.temperature > 0, "> 0"),
+        ("eval_episodes", args.eval_episodes >= 1, ">= 1"),
+        ("eval_batch_size", args.eval_batch_size >= 1, ">= 1"),
+        ("top_p", 0 < args.top_p <= 1, "in (0, 1]"),
+        ("mask_update_every", args.mask_update_every >= 1, ">= 1"),
+    ]
+    for flag, ok, expected in rules:
+        if not ok:
+            raise ValueError(f"--{flag.replace('_', '-')} must be {expected}, got {getattr(args, flag)!r}")
 
 
 def seed_everything(seed: int) -> None:
@@ -367,6 +393,7 @@ def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, is_seq2seq: 
 
 def main(args: Args) -> dict:
     start_time = time.time()
+    check_args(args)
     seed_everything(args.seed)
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
@@ -442,7 +469,7 @@ def main(args: Args) -> dict:
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1) / args.iterations)
 
         # ---- rollout: one episode per env; every turn is one batched generate + one env step
-        rollout_start = time.time()
+        rollout_start = iteration_start = time.time()
         segments = []  # one per generated utterance: (env, query, response, reward, done)
 
         def record(indices, queries, responses, rewards, dones):
@@ -555,6 +582,7 @@ def main(args: Args) -> dict:
             "kl_coef": kl_coef,
             "learning_rate": optimizer.param_groups[0]["lr"],
             "response_tokens": float(mask.sum(1).mean()),
+            "seconds": time.time() - iteration_start,  # rollout and update, without evaluation
             **{key: float(np.mean(values)) for key, values in stats.items()},
         }
         for key in episode_metrics[0] if episode_metrics else []:
@@ -585,6 +613,7 @@ def main(args: Args) -> dict:
         "curves": curves,
         "wall_time_s": wall_time,
         "tokens_per_s": generated_tokens / max(rollout_seconds, 1e-9),
+        "episodes_per_s": args.num_envs * len(curves) / max(sum(row["seconds"] for row in curves), 1e-9),
         "peak_memory_mb": peak_memory_mb,
         "checkpoint": str(checkpoint_dir),
     }

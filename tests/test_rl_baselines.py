@@ -39,6 +39,8 @@ def test_smoke_training(baseline, env, architecture, tmp_path):
     assert [row["iteration"] for row in saved["curves"]] == [1, 2]
     for row in saved["curves"]:
         assert all(math.isfinite(row[key]) for key in ("pg_loss", "vf_loss", "kl", "mean_return"))
+    if env == "imdb":  # the task's protocol: EOS is suppressed until 48 tokens (generation_defaults)
+        assert all(row["response_tokens"] == 48 for row in saved["curves"])
     assert set(saved["final_eval"]) >= {"mean_return", "std_return"} and set(saved["initial_eval"]) >= {"mean_return"}
     assert saved["tokens_per_s"] > 0 and saved["peak_memory_mb"] > 0 and saved["wall_time_s"] > 0
     assert (tmp_path / "checkpoint" / "model.safetensors").is_file() and result["seed"] == 1
@@ -79,3 +81,28 @@ def test_nlpo_mask_model_is_refreshed(tmp_path):
 def test_time_limit_stops_training(tmp_path):
     result = run(load_baseline("ppo"), tmp_path, iterations=50, time_limit_minutes=0.0)
     assert [row["iteration"] for row in result["curves"]] == [1] and result["final_eval"]
+
+
+def test_track_logs_an_offline_wandb_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    run(load_baseline("ppo"), tmp_path, iterations=1, track=True)
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and list(runs[0].glob("*.wandb")), "no offline wandb run was written"
+
+
+def test_min_new_tokens_beyond_the_task_limit_is_refused(baseline, tmp_path):
+    with pytest.raises(ValueError, match="--min-new-tokens must be in"):
+        run(baseline, tmp_path, min_new_tokens=100)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"num_minibatches": 9}, r"--num-minibatches must be in \[1, num_envs\], got 9"),
+        ({"temperature": 0.0}, "--temperature must be > 0"),
+        ({"env_kwargs": "source=synthetic"}, "--env-kwargs must be a JSON object"),
+    ],
+)
+def test_bad_arguments_are_named(baseline, tmp_path, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        run(baseline, tmp_path, **overrides)
