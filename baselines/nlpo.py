@@ -7,8 +7,11 @@ RL4LMs' never was), keeps only its top-``top_p`` tokens at every step:
 * rollouts sample from the policy restricted to that set (a logits processor runs the mask
   model alongside ``generate``, with its own KV cache);
 * the PPO ratio uses the policy's log-probs under the same masked, renormalised
-  distribution (the mask is recomputed with one forward pass of the mask model per
-  minibatch, so no vocabulary-sized buffer is kept).
+  distribution. The rollout's top-p sets come from one forward pass of the mask model over
+  the finished sequences and are kept bit-packed (vocabulary / 8 bytes per token) for the
+  update epochs;
+* evaluation plays the masked policy too (greedy within the mask model's top-p set), as
+  RL4LMs' NLPO policy generates: that is the policy the training optimised.
 
 Everything else is ``baselines/ppo.py``:
 
@@ -239,6 +242,21 @@ def no_early_eos(logits: torch.Tensor, early_eos: tuple[int, int], first_positio
     return logits
 
 
+BIT_WEIGHTS = 2 ** torch.arange(8, dtype=torch.uint8)
+
+
+def pack_bits(keep: torch.Tensor) -> torch.Tensor:
+    """(..., V) booleans as (..., ceil(V / 8)) bytes."""
+    keep = torch.nn.functional.pad(keep.to(torch.uint8), (0, -keep.shape[-1] % 8))
+    return (keep.view(*keep.shape[:-1], -1, 8) * BIT_WEIGHTS.to(keep.device)).sum(-1, dtype=torch.uint8)
+
+
+def unpack_bits(packed: torch.Tensor, size: int) -> torch.Tensor:
+    """The inverse of ``pack_bits``: (..., size) booleans."""
+    bits = packed.unsqueeze(-1) & BIT_WEIGHTS.to(packed.device)
+    return bits.view(*packed.shape[:-1], -1)[..., :size].bool()
+
+
 def top_p_keep(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     """Boolean mask of the smallest set of tokens holding ``top_p`` of the probability (the top token always)."""
     sorted_logits, order = logits.float().sort(dim=-1, descending=True)
@@ -377,10 +395,11 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths:
     return np.array(returns[:num_episodes]), metrics[:num_episodes]
 
 
-def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
+def evaluate(eval_env, model, mask_model, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
+    """Greedy episodes of the masked policy: the argmax of the policy within the mask model's top-p set."""
     returns, metrics = play_episodes(
         eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
-        sample=False, temperature=1.0, device=device,
+        sample=False, temperature=1.0, device=device, mask_model=mask_model, top_p=args.top_p,
     )
     result = {"mean_return": float(returns.mean()), "std_return": float(returns.std())}
     for key in metrics[0] if metrics else []:
@@ -461,7 +480,7 @@ def main(args: Args) -> dict:
         torch.save(state, checkpoint_dir / "trainer_state.pt")
 
     if not resuming:  # the starting policy, evaluated exactly as the final one
-        initial_eval = evaluate(eval_env, policy, tokenizer, args, lengths, is_seq2seq, device)
+        initial_eval = evaluate(eval_env, policy, mask_model, tokenizer, args, lengths, is_seq2seq, device)
     generated_tokens, rollout_seconds = 0, 0.0
     progress = tqdm(range(first_iteration, args.iterations + 1), desc="nlpo", unit="it", initial=first_iteration - 1, total=args.iterations)
     for iteration in progress:
@@ -491,15 +510,17 @@ def main(args: Args) -> dict:
         # (the policy's log-probs are those of the masked distribution it sampled from)
         minibatch_size = max(1, len(segments) // args.num_minibatches)
         chunks = [slice(begin, begin + minibatch_size) for begin in range(0, len(segments), minibatch_size)]
-        policy_out, ref_out = [], []
+        policy_out, ref_out, packed_keep = [], [], []
         with torch.no_grad(), autocast:
             for c in chunks:
                 keep = mask_of(mask_model, query_ids[c], query_mask[c], response_ids[c], response_mask[c], is_seq2seq, args.top_p, early_eos)
+                packed_keep.append(pack_bits(keep))
                 policy_out.append(forward(policy, value_head, query_ids[c], query_mask[c], response_ids[c], response_mask[c], is_seq2seq, args.temperature, early_eos, keep))
                 ref_out.append(forward(reference, None, query_ids[c], query_mask[c], response_ids[c], response_mask[c], is_seq2seq, args.temperature, early_eos)[0])
-            del keep
+        vocab_size = keep.shape[-1]
+        del keep
         old_log_probs, old_values = torch.cat([out[0] for out in policy_out]), torch.cat([out[2] for out in policy_out])
-        ref_log_probs = torch.cat(ref_out)
+        ref_log_probs, packed_keep = torch.cat(ref_out), torch.cat(packed_keep)
         mask = response_mask.float()
         kl = (old_log_probs - ref_log_probs) * mask
         rewards = -kl_coef * kl
@@ -533,7 +554,7 @@ def main(args: Args) -> dict:
             for begin in range(0, len(segments), minibatch_size):
                 mb = order[begin : begin + minibatch_size].to(device)
                 with autocast:
-                    keep = mask_of(mask_model, query_ids[mb], query_mask[mb], response_ids[mb], response_mask[mb], is_seq2seq, args.top_p, early_eos)
+                    keep = unpack_bits(packed_keep[mb], vocab_size)
                     new_log_probs, entropy, new_values = forward(
                         policy, value_head, query_ids[mb], query_mask[mb], response_ids[mb], response_mask[mb], is_seq2seq, args.temperature, early_eos, keep
                     )
@@ -590,7 +611,7 @@ def main(args: Args) -> dict:
         out_of_time = args.time_limit_minutes is not None and time.time() - start_time > 60 * args.time_limit_minutes
         last_iteration = iteration == args.iterations or out_of_time
         if (args.eval_every and iteration % args.eval_every == 0) or last_iteration:
-            row.update({f"eval/{key}": value for key, value in evaluate(eval_env, policy, tokenizer, args, lengths, is_seq2seq, device).items()})
+            row.update({f"eval/{key}": value for key, value in evaluate(eval_env, policy, mask_model, tokenizer, args, lengths, is_seq2seq, device).items()})
         curves.append(row)
         progress.set_postfix(ret=f"{row['mean_return']:.3f}", kl=f"{mean_kl:.2f}")
         if args.track:
