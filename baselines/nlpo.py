@@ -10,8 +10,8 @@ RL4LMs' never was), keeps only its top-``top_p`` tokens at every step:
   distribution. The rollout's top-p sets come from one forward pass of the mask model over
   the finished sequences and are kept bit-packed (vocabulary / 8 bytes per token) for the
   update epochs;
-* evaluation plays the masked policy too (greedy within the mask model's top-p set), as
-  RL4LMs' NLPO policy generates: that is the policy the training optimised.
+* evaluation plays the masked policy too, as RL4LMs' NLPO policy generates: that is the
+  policy the training optimised.
 
 Everything else is ``baselines/ppo.py``:
 
@@ -117,6 +117,8 @@ class Args:
     """iterations between evaluations (0: only at the end)"""
     eval_episodes: int = 64
     eval_batch_size: int = 32
+    eval_greedy: bool = False
+    """evaluate greedy decoding instead of samples of the policy (sampling, RL4LMs' IMDB protocol, measures the return PPO optimises)"""
     save_every: int = 10
     """iterations between checkpoints (0: only at the end)"""
     out_dir: str = "runs/nlpo"
@@ -396,11 +398,15 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths:
 
 
 def evaluate(eval_env, model, mask_model, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
-    """Greedy episodes of the masked policy: the argmax of the policy within the mask model's top-p set."""
-    returns, metrics = play_episodes(
-        eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
-        sample=False, temperature=1.0, device=device, mask_model=mask_model, top_p=args.top_p,
-    )
+    """Episodes of the validation split played by the masked policy (the policy within the mask
+    model's top-p sets). Every evaluation of a run plays the same episodes with the same random
+    numbers (a fixed seed in a forked RNG, so training's random streams are untouched)."""
+    with torch.random.fork_rng(devices=[device] if device.startswith("cuda") else []):
+        torch.manual_seed(args.seed)
+        returns, metrics = play_episodes(
+            eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
+            sample=not args.eval_greedy, temperature=args.temperature, device=device, mask_model=mask_model, top_p=args.top_p,
+        )
     result = {"mean_return": float(returns.mean()), "std_return": float(returns.std())}
     for key in metrics[0] if metrics else []:
         result[f"mean_{key}"] = float(np.mean([m[key] for m in metrics]))

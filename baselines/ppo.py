@@ -17,6 +17,9 @@ One file, top to bottom: arguments, model, rollout, advantages, loss, loop, logg
   over utterances of the summed per-token KL estimate,
   ``kl_coef *= 1 + clip(kl / kl_target - 1, -0.2, 0.2) * num_envs / kl_horizon``;
   ``--kl-target None`` keeps the coefficient fixed.
+* Evaluation on the validation split: samples of the policy (RL4LMs' IMDB protocol; the
+  return PPO optimises) or greedy decoding (``--eval-greedy``), the same episodes and random
+  numbers at every evaluation of a run, the starting policy included.
 * Value function: a linear head on the policy's last hidden states (shared trunk), so the
   only model copies are the policy and the reference.
 * Works with causal and seq2seq policies: ``--model-name`` (hub name or path),
@@ -100,6 +103,8 @@ class Args:
     """iterations between evaluations (0: only at the end)"""
     eval_episodes: int = 64
     eval_batch_size: int = 32
+    eval_greedy: bool = False
+    """evaluate greedy decoding instead of samples of the policy (sampling, RL4LMs' IMDB protocol, measures the return PPO optimises)"""
     save_every: int = 10
     """iterations between checkpoints (0: only at the end)"""
     out_dir: str = "runs/ppo"
@@ -295,10 +300,14 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths:
 
 
 def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
-    returns, metrics = play_episodes(
-        eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
-        sample=False, temperature=1.0, device=device,
-    )
+    """Episodes of the validation split. Every evaluation of a run plays the same episodes with the
+    same random numbers (a fixed seed in a forked RNG, so training's random streams are untouched)."""
+    with torch.random.fork_rng(devices=[device] if device.startswith("cuda") else []):
+        torch.manual_seed(args.seed)
+        returns, metrics = play_episodes(
+            eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
+            sample=not args.eval_greedy, temperature=args.temperature, device=device,
+        )
     result = {"mean_return": float(returns.mean()), "std_return": float(returns.std())}
     for key in metrics[0] if metrics else []:
         result[f"mean_{key}"] = float(np.mean([m[key] for m in metrics]))

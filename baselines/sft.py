@@ -2,9 +2,10 @@
 
 The policy is trained with the cross-entropy loss on the task's demonstrations
 (``env.unwrapped.demonstrations()``: ``(observation, utterance)`` pairs; the references of
-single-turn tasks, expert games for Wordle), then played greedily on the validation setting
-through the batched vector env. The checkpoint it writes is what ``--init-from`` of the RL
-baselines (``ppo.py``, ``nlpo.py``) loads.
+single-turn tasks, expert games for Wordle), then evaluated on the validation setting
+through the batched vector env (samples of the policy, or greedy decoding with
+``--eval-greedy``). The checkpoint it writes is what ``--init-from`` of the RL baselines
+(``ppo.py``, ``nlpo.py``) loads.
 
 * Causal LM: input ``prompt + target + EOS``, loss on ``target + EOS`` only.
 * Seq2seq LM (any encoder-decoder config, e.g. T5): encoder ``prompt``, labels ``target + EOS``.
@@ -111,7 +112,9 @@ class Args:
     eval_every: int = 0
     """evaluate every N optimizer steps (0: only at the end)"""
     eval_seed: int = 0
-    """evaluation episode j is reset with seed eval_seed + j (the same episodes for every run)"""
+    """evaluation episode j is reset with seed eval_seed + j (the same episodes for every run); sampling draws from this seed too"""
+    eval_greedy: bool = False
+    """evaluate greedy decoding instead of samples of the policy (as the RL baselines)"""
 
     # ---- logging and checkpoints ----
     out_dir: str = "runs/sft"
@@ -302,9 +305,10 @@ def check_positions(model, max_prompt_length: int, max_new_tokens: int) -> None:
 # ---------------------------------------------------------------------------------------------
 @torch.no_grad()
 def generate_utterances(
-    model, tokenizer, observations: list[str], max_prompt_length: int, max_new_tokens: int, min_new_tokens: int = 0, bf16: bool = False
+    model, tokenizer, observations: list[str], max_prompt_length: int, max_new_tokens: int, min_new_tokens: int = 0,
+    sample: bool = False, bf16: bool = False,
 ) -> list[str]:
-    """Greedy utterances for a batch of observation texts (left-padded prompts, KV cache).
+    """Sampled (temperature 1) or greedy utterances for a batch of observation texts (left-padded prompts, KV cache).
 
     ``min_new_tokens``: the task's generation protocol (``generation_defaults``), EOS suppressed before then.
     """
@@ -318,7 +322,7 @@ def generate_utterances(
             attention_mask=attention_mask,
             max_new_tokens=max_new_tokens,
             min_new_tokens=min_new_tokens,
-            do_sample=False,
+            **({"do_sample": True, "top_k": 0, "top_p": 1.0} if sample else {"do_sample": False}),
             eos_token_id=tokenizer.eos_token_id,
             pad_token_id=tokenizer.pad_token_id,
         )
@@ -332,8 +336,8 @@ def generate_utterances(
     return utterances
 
 
-def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, min_new_tokens: int, bf16: bool) -> dict[str, float]:
-    """Play ``num_episodes`` greedy episodes, each sub-env one episode per round.
+def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, min_new_tokens: int, sample: bool, bf16: bool) -> dict[str, float]:
+    """Play ``num_episodes`` episodes (sampled or greedy), each sub-env one episode per round.
 
     Episode j is reset with seed ``seed + j``. Returns ``mean_return``, ``std_return``,
     ``num_episodes`` and the mean of every numeric key of ``info["metrics"]``.
@@ -351,7 +355,7 @@ def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_le
         for _ in range(EVAL_MAX_TURNS):
             indices = np.flatnonzero(active)
             texts = generate_utterances(
-                model, tokenizer, [observations[i] for i in indices], max_prompt_length, max_new_tokens, min_new_tokens, bf16
+                model, tokenizer, [observations[i] for i in indices], max_prompt_length, max_new_tokens, min_new_tokens, sample, bf16
             )
             actions = [""] * venv.num_envs  # finished sub-envs: autoreset ignores their action
             for i, text in zip(indices, texts, strict=True):
@@ -494,7 +498,12 @@ def main(args: Args) -> dict[str, Any]:
         if venv is None:
             num_envs = min(args.eval_batch_size, args.eval_episodes)
             venv = gymnasium.make_vec(args.env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **eval_kwargs)
-        return evaluate(model, tokenizer, venv, args.eval_episodes, args.eval_seed, max_prompt_length, max_new_tokens, min_new_tokens, args.bf16)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):  # training's random streams stay untouched
+            torch.manual_seed(args.eval_seed)
+            return evaluate(
+                model, tokenizer, venv, args.eval_episodes, args.eval_seed, max_prompt_length, max_new_tokens, min_new_tokens,
+                not args.eval_greedy, args.bf16,
+            )
 
     writer = None
     if args.track:

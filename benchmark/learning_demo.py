@@ -3,9 +3,9 @@
 For each seed: ``baselines/sft.py`` trains a small causal LM on the task's demonstrations
 (IMDB: the training reviews' second halves; Wordle: information-gain games), then
 each RL baseline starts from that checkpoint with a wall-time budget. Both RL baselines
-evaluate the starting policy and the final one with the same protocol (greedy decoding on
-the same validation prompts), so the table shows the reward gain, with the final KL to the
-reference. Runs the baselines as processes, as the harness does.
+evaluate the starting policy and the final one with the same protocol (samples of the
+policy on the same validation episodes with the same random numbers), so the table shows
+the reward gain, with the final KL to the reference. Runs the baselines as processes, as the harness does.
 
     python benchmark/learning_demo.py --task imdb --seeds 1 2 3 --algos ppo nlpo --minutes 15
     python benchmark/learning_demo.py --task wordle --seeds 1 --algos ppo --minutes 15
