@@ -8,7 +8,7 @@ policy on the same validation episodes with the same random numbers), so the tab
 the reward gain, with the final KL to the reference. Runs the baselines as processes, as the harness does.
 
     python benchmark/learning_demo.py --task imdb --seeds 1 2 3 --algos ppo nlpo --minutes 15
-    python benchmark/learning_demo.py --task wordle --seeds 1 --algos ppo --minutes 15
+    python benchmark/learning_demo.py --task wordle --env-kwargs '{"num_answers": 100}' --sft-epochs 10 --seeds 1 --algos ppo --minutes 8
 """
 
 from __future__ import annotations
@@ -40,11 +40,13 @@ def main() -> None:
     parser.add_argument("--algos", nargs="+", default=["ppo", "nlpo"], choices=["ppo", "nlpo"])
     parser.add_argument("--minutes", type=float, default=15.0, help="wall-time budget of each RL run")
     parser.add_argument("--sft-epochs", type=int, default=2)
+    parser.add_argument("--env-kwargs", help="JSON env arguments instead of the task's default, e.g. '{\"num_answers\": 100}'")
     parser.add_argument("--out-dir", default="runs/learning_demo")
     parser.add_argument("--rl-args", default="", help="extra arguments for the RL baselines, e.g. '--learning-rate 2e-4'")
     args = parser.parse_args()
 
     env_id, env_kwargs = TASKS[args.task]
+    env_kwargs = args.env_kwargs or env_kwargs
     out_dir = f"{args.out_dir}/{args.task}"
     gains: dict[str, list[tuple[float, float, float, float]]] = {algo: [] for algo in args.algos}
     for seed in args.seeds:
