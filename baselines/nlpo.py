@@ -46,6 +46,7 @@ Examples::
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import json
 import random
@@ -166,6 +167,12 @@ def check_args(args: Args) -> None:
     for flag, ok, expected in rules:
         if not ok:
             raise ValueError(f"--{flag.replace('_', '-')} must be {expected}, got {getattr(args, flag)!r}")
+
+
+@functools.cache
+def takes_logits_to_keep(model_class) -> bool:
+    """Whether the causal LM can compute only its last logits (most transformers models can)."""
+    return "logits_to_keep" in inspect.signature(model_class.forward).parameters
 
 
 def seed_everything(seed: int) -> None:
@@ -328,7 +335,7 @@ def response_logits(model, queries: torch.Tensor, query_mask: torch.Tensor, resp
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)  # left padding
     # the logits at position i predict token i + 1: only the last length + 1 positions are needed
     length = responses.shape[1]
-    keep = {"logits_to_keep": length + 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+    keep = {"logits_to_keep": length + 1} if takes_logits_to_keep(type(model)) else {}
     out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, output_hidden_states=with_hidden, **keep)
     return out.logits[:, -length - 1 : -1], out.hidden_states[-1][:, -length - 1 : -1] if with_hidden else None
 
@@ -432,20 +439,19 @@ def main(args: Args) -> dict:
     train_env = gymnasium.make_vec(args.env_id, num_envs=args.num_envs, vectorization_mode="vector_entry_point", **env_kwargs_for(args.env_id, env_kwargs, "train"))
     eval_env = gymnasium.make_vec(args.env_id, num_envs=args.eval_batch_size, vectorization_mode="vector_entry_point", **env_kwargs_for(args.env_id, env_kwargs, "validation"))
     task = train_env.envs[0]
-    lengths = {**task.token_level_defaults, "min_new_tokens": task.generation_defaults.get("min_new_tokens", 0)}
-    if args.min_new_tokens is not None:
-        lengths["min_new_tokens"] = args.min_new_tokens
+    min_new_tokens = task.generation_defaults.get("min_new_tokens", 0) if args.min_new_tokens is None else args.min_new_tokens
+    lengths = {**task.token_level_defaults, "min_new_tokens": min_new_tokens}
     if not 0 <= lengths["min_new_tokens"] <= lengths["max_new_tokens"]:
         raise ValueError(f"--min-new-tokens must be in [0, {lengths['max_new_tokens']}] (the task's max_new_tokens), got {lengths['min_new_tokens']}")
 
     # Models: the policy with a value head on its last hidden states, and the frozen reference.
     resuming = args.resume and (checkpoint_dir / "trainer_state.pt").is_file()
     if resuming:
-        policy, tokenizer, is_seq2seq = load_policy(replace(args, init_from=str(checkpoint_dir)), train_env.envs[0], device)
+        policy, tokenizer, is_seq2seq = load_policy(replace(args, init_from=str(checkpoint_dir)), task, device)
         reference = type(policy).from_pretrained(checkpoint_dir / "reference").to(device)
         mask_model = type(policy).from_pretrained(checkpoint_dir / "mask_model").to(device)
     else:
-        policy, tokenizer, is_seq2seq = load_policy(args, train_env.envs[0], device)
+        policy, tokenizer, is_seq2seq = load_policy(args, task, device)
         reference = copy.deepcopy(policy)
         mask_model = copy.deepcopy(policy)
     early_eos = (tokenizer.eos_token_id, lengths["min_new_tokens"])  # generation's min_new_tokens, in the log-probs too
@@ -494,7 +500,7 @@ def main(args: Args) -> dict:
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1) / args.iterations)
 
         # ---- rollout: one episode per env; every turn is one batched generate + one env step
-        rollout_start = iteration_start = time.time()
+        iteration_start = time.time()
         segments = []  # one per generated utterance: (env, query, response, reward, done)
 
         def record(indices, queries, responses, rewards, dones):
@@ -550,7 +556,7 @@ def main(args: Args) -> dict:
         returns = advantages + old_values
         valid = mask.bool()
         advantages = (advantages - advantages[valid].mean()) / (advantages[valid].std() + 1e-8) * mask
-        rollout_seconds += time.time() - rollout_start
+        rollout_seconds += time.time() - iteration_start
 
         # ---- PPO update (the policy stays in eval mode: dropout off, so log-probs match the rollout's)
         stats = {"pg_loss": [], "vf_loss": [], "entropy": [], "approx_kl": [], "clipfrac": []}
