@@ -35,8 +35,9 @@ def test_empty_utterance_is_scored(raw_env):
 
 def test_non_ascii_utterance_is_mapped_into_the_charset(raw_env):
     obs, _ = raw_env.reset(seed=0)
-    next_obs, _, _, _, info = raw_env.step("A café scene \u2014 tr\u00e8s joli \U0001F600")
-    assert info["utterance"] == "A cafe scene  tres joli "
+    next_obs, _, _, _, info = raw_env.step("A café scene \u2014 tr\u00e8s joli \U0001F600 \u201cfine\u201d\u2026 \x00")
+    assert info["utterance"] == 'A cafe scene - tres joli :grinning: "fine"... '
+
     assert raw_env.observation_space.contains(next_obs)
 
 
@@ -72,11 +73,12 @@ def test_token_level_accepts_numpy_integers(imdb_token_env):
     assert obs["context_ids"][:3].tolist() == [5, 6, 7]
 
 
-def test_token_level_immediate_eos_gives_an_empty_utterance(imdb_token_env):
+def test_token_level_immediate_eos_gives_an_empty_utterance_and_the_early_eos_penalty(imdb_token_env):
     imdb_token_env.reset(seed=0)
-    eos = imdb_token_env.env.env.eos_token_id
+    eos = imdb_token_env.unwrapped.eos_token_id
     _, reward, terminated, _, info = imdb_token_env.step(eos)
-    assert terminated and info["utterance"] == "" and info["num_tokens"] == 0 and 0 < reward < 1
+    assert terminated and info["utterance"] == "" and info["num_tokens"] == 0 and info["early_eos"]
+    assert reward == pytest.approx(info["metrics"]["sentiment"] - 1.0)
     with pytest.raises(ResetNeededError, match="after the episode ended"):
         imdb_token_env.step(5)
 
@@ -91,7 +93,7 @@ def test_token_level_immediate_eos_gives_an_empty_utterance(imdb_token_env):
         ({"source": "synthetic", "data_dir": "/tmp"}, "only used with source='local'"),
         ({"source": "local"}, "needs data_dir"),
         ({"source": "synthetic", "render_mode": "human"}, "render_mode"),
-        ({"source": "synthetic", "action_level": "token", "max_new_tokens": 0}, "max_new_tokens must be a positive int"),
+        ({"source": "synthetic", "action_level": "token", "max_new_tokens": 0}, r"max_new_tokens must be an int >= 1"),
     ],
 )
 def test_bad_arguments_name_the_argument(kwargs, match):

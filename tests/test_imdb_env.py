@@ -57,8 +57,8 @@ def test_sb3_check_env_token_level(imdb_token_env):
 def test_token_level_spaces(imdb_token_env):
     space = imdb_token_env.observation_space
     assert space["prompt_ids"].shape == (64,) and space["context_ids"].shape == (48,)
-    assert imdb_token_env.action_space.n == len(imdb_token_env.env.env.tokenizer)
-    tokenizer = imdb_token_env.env.env.tokenizer
+    assert imdb_token_env.action_space.n == len(imdb_token_env.unwrapped.tokenizer)
+    tokenizer = imdb_token_env.unwrapped.tokenizer
     for seed in range(10):
         obs, info = imdb_token_env.reset(seed=seed)
         prompt_ids = tokenizer(info["prompt"], add_special_tokens=False)["input_ids"]
@@ -68,23 +68,23 @@ def test_token_level_spaces(imdb_token_env):
         assert obs["context_mask"].sum() == 0
 
 
-def test_token_level_episode_decodes_the_utterance(imdb_token_env):
-    wrapper = imdb_token_env.env.env  # make() adds PassiveEnvChecker and OrderEnforcing
-    tokenizer = wrapper.tokenizer
+def test_token_level_episode_decodes_the_utterance():
+    env = gymnasium.make("lm_gym/IMDB-v0", source="synthetic", action_level="token", min_new_tokens=0)
+    tokenizer = env.unwrapped.tokenizer
     ids = tokenizer(" a wonderful film", add_special_tokens=False)["input_ids"]
-    imdb_token_env.reset(seed=0)
+    env.reset(seed=0)
     for token in ids:
-        obs, reward, terminated, truncated, info = imdb_token_env.step(token)
-        assert reward == 0.0 and not terminated and info == {}
+        obs, reward, terminated, truncated, info = env.step(token)
+        assert reward == 0.0 and not terminated and list(info) == ["action_mask"]
     assert obs["context_ids"][: len(ids)].tolist() == ids
-    obs, reward, terminated, truncated, info = imdb_token_env.step(tokenizer.eos_token_id)
+    obs, reward, terminated, truncated, info = env.step(tokenizer.eos_token_id)
     assert terminated and info["utterance"] == " a wonderful film" and info["num_tokens"] == len(ids)
-    assert reward == pytest.approx(info["metrics"]["sentiment"])
+    assert reward == pytest.approx(info["metrics"]["sentiment"]) and "early_eos" not in info
 
 
 def test_token_level_length_limit_ends_the_utterance(imdb_token_env):
     imdb_token_env.reset(seed=0)
-    token = imdb_token_env.env.env.tokenizer(" good", add_special_tokens=False)["input_ids"][0]
+    token = imdb_token_env.unwrapped.tokenizer(" good", add_special_tokens=False)["input_ids"][0]
     for step in range(48):
         _, _, terminated, _, info = imdb_token_env.step(token)
         assert terminated == (step == 47)

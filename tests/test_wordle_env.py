@@ -53,7 +53,7 @@ def test_check_env_token_level(wordle_token):
 
 
 def test_token_level_multi_turn(wordle_token):
-    tokenizer = wordle_token.env.env.tokenizer
+    tokenizer = wordle_token.unwrapped.tokenizer
     wordle_token.reset(seed=0)
     for turn in range(2):
         for token in tokenizer(" crane", add_special_tokens=False)["input_ids"]:

@@ -1,9 +1,9 @@
 """How lm-gym envs are built by ``gymnasium.make`` and ``gymnasium.make_vec``.
 
 Every task registers two entry points made here: a scalar one that builds the task's
-:class:`TextEnv` and, for ``action_level="token"``, wraps it in :class:`TokenLevel`; and a
-vector one that builds the native :class:`TextVectorEnv`. The task class is named by a
-``"module:Class"`` string and imported on first use, so ``import lm_gym`` stays light.
+:class:`TextEnv` and, for ``action_level="token"``, the :class:`TokenLevel` MDP around it;
+and a vector one that builds the native :class:`TextVectorEnv`. The task class is named by
+a ``"module:Class"`` string and imported on first use, so ``import lm_gym`` stays light.
 """
 
 from __future__ import annotations
@@ -16,38 +16,60 @@ import gymnasium
 
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import TextEnv
-from lm_gym.core.token_level import TokenLevel
+from lm_gym.core.token_level import TokenLevel, check_tokenizer
 from lm_gym.core.tokenizer import load_tokenizer, train_tokenizer
+from lm_gym.core.validation import check_choice, is_integer
 from lm_gym.core.vector import TextVectorEnv
 
 ACTION_LEVELS = ("utterance", "token")
-_TOKEN_ARGUMENTS = ("tokenizer", "max_prompt_length", "max_new_tokens", "prompt_truncation_side")
+#: Action levels that have a native ``vector_entry_point`` env.
+NATIVE_VECTOR_LEVELS = ("utterance",)
+_TOKEN_ARGUMENTS = (
+    "tokenizer",
+    "max_prompt_length",
+    "max_new_tokens",
+    "min_new_tokens",
+    "prompt_truncation_side",
+    "early_eos_penalty",
+)
+#: ``env_id -> "module:Class"`` of every task registered by :func:`register_task`.
+TASKS: dict[str, str] = {}
 
 
-def _load_class(path: str) -> type[TextEnv]:
-    module, _, name = path.partition(":")
+def task_class(env_id: str) -> type[TextEnv]:
+    """The utterance-level :class:`TextEnv` class registered as ``env_id``."""
+    if env_id not in TASKS:
+        raise ConfigurationError(f"{env_id!r} is not an lm-gym task; registered: {sorted(TASKS)}")
+    module, _, name = TASKS[env_id].partition(":")
     return getattr(importlib.import_module(module), name)
 
 
-def make_env(env_class: str, *, action_level: str = "utterance", **kwargs: Any) -> gymnasium.Env:
-    """Build ``env_class(**kwargs)`` at the requested action level.
+def make_env(env_id: str, *, action_level: str = "utterance", **kwargs: Any) -> gymnasium.Env:
+    """Build task ``env_id`` with ``kwargs`` at the requested action level.
 
     At ``action_level="token"``, ``tokenizer`` (a ``transformers`` tokenizer, or a hub name
     or local path; ``None`` trains one on the task's text), ``max_prompt_length``,
-    ``max_new_tokens`` and ``prompt_truncation_side`` go to :class:`TokenLevel`, with the
-    task's ``token_level_defaults``.
+    ``max_new_tokens``, ``min_new_tokens``, ``prompt_truncation_side`` and
+    ``early_eos_penalty`` go to :class:`TokenLevel`, with the task's
+    ``token_level_defaults`` and ``generation_defaults`` (a default ``min_new_tokens`` above
+    ``max_new_tokens`` is lowered to it).
     """
-    if action_level not in ACTION_LEVELS:
-        raise ConfigurationError(f"action_level must be one of {ACTION_LEVELS}, got {action_level!r}")
+    check_choice("action_level", action_level, ACTION_LEVELS)
     token_kwargs = {key: kwargs.pop(key) for key in _TOKEN_ARGUMENTS if key in kwargs}
     if action_level == "utterance" and token_kwargs:
         raise ConfigurationError(f"{sorted(token_kwargs)} only apply with action_level='token'")
-    cls = _load_class(env_class)
+    cls = task_class(env_id)
     env = cls(**kwargs)
     if action_level == "utterance":
         return env
     tokenizer = resolve_tokenizer(env, token_kwargs.pop("tokenizer", None))
-    return TokenLevel(env, tokenizer, **{**cls.token_level_defaults, **token_kwargs})
+    settings = {**cls.token_level_defaults, **token_kwargs}
+    if "min_new_tokens" not in token_kwargs and "min_new_tokens" in cls.generation_defaults:
+        max_new_tokens = settings["max_new_tokens"]
+        settings["min_new_tokens"] = cls.generation_defaults["min_new_tokens"]
+        if is_integer(max_new_tokens):  # TokenLevel reports a bad max_new_tokens itself
+            settings["min_new_tokens"] = min(settings["min_new_tokens"], max_new_tokens)
+    return TokenLevel(env, tokenizer, **settings)
 
 
 def resolve_tokenizer(env: TextEnv, tokenizer: Any):
@@ -57,24 +79,28 @@ def resolve_tokenizer(env: TextEnv, tokenizer: Any):
         return train_tokenizer(corpus, key)
     if isinstance(tokenizer, str):
         return load_tokenizer(tokenizer)
-    return tokenizer
+    return check_tokenizer(tokenizer)
 
 
-def make_vector_env(env_class: str, num_envs: int = 1, *, action_level: str = "utterance", autoreset_mode: str = "NextStep", **kwargs: Any) -> TextVectorEnv:
-    """Build the native batched vector env of ``env_class`` (utterance level)."""
-    if action_level != "utterance":
+def make_vector_env(
+    env_id: str, num_envs: int = 1, *, action_level: str = "utterance", autoreset_mode: str = "NextStep", **kwargs: Any
+) -> TextVectorEnv:
+    """Build the native batched vector env of task ``env_id`` (utterance level)."""
+    check_choice("action_level", action_level, ACTION_LEVELS)
+    if action_level not in NATIVE_VECTOR_LEVELS:
         raise ConfigurationError(
-            "the native vector env is utterance-level; for token-level envs use "
-            "gymnasium.make_vec(id, num_envs, vectorization_mode='sync', action_level='token')"
+            f"there is no native vector env at action_level={action_level!r}; use "
+            f"gymnasium.make_vec(id, num_envs, vectorization_mode='sync', action_level={action_level!r})"
         )
-    return TextVectorEnv(_load_class(env_class)(**kwargs), num_envs, autoreset_mode)
+    return TextVectorEnv(task_class(env_id)(**kwargs), num_envs, autoreset_mode)
 
 
 def register_task(env_id: str, env_class: str) -> None:
     """Register ``env_id`` with both entry points for the ``"module:Class"`` ``env_class``."""
+    TASKS[env_id] = env_class
     gymnasium.register(
         id=env_id,
-        entry_point=functools.partial(make_env, env_class),
-        vector_entry_point=functools.partial(make_vector_env, env_class),
+        entry_point=functools.partial(make_env, env_id),
+        vector_entry_point=functools.partial(make_vector_env, env_id),
         disable_env_checker=False,
     )

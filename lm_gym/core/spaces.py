@@ -1,8 +1,8 @@
 """Text spaces shared by the utterance-level environments."""
 
 import string
-import unicodedata
 
+from anyascii import anyascii
 from gymnasium import spaces
 
 #: Characters of every lm-gym ``Text`` space: printable ASCII, whitespace included.
@@ -18,10 +18,12 @@ def text_space(max_length: int) -> spaces.Text:
 def to_charset(text: str) -> str:
     """Map ``text`` into :data:`CHARSET`.
 
-    Accented letters lose their accents (NFKD decomposition, ``é`` -> ``e``); other
-    characters outside the charset are dropped. Already-printable ASCII is returned as is.
+    Non-ASCII characters are transliterated with ``anyascii``: accents are dropped
+    (``é`` -> ``e``), punctuation gets its ASCII equivalent (``—`` -> ``-``, ``…`` -> ``...``,
+    ``’`` and ``´`` -> ``'``, ``£`` -> ``GBP``), other scripts are romanised and emoji become
+    ``:name:``. Characters still outside the charset (control characters) are dropped.
+    Already-printable ASCII is returned as is.
     """
     if text.isascii() and all(ch in _CHARSET_SET for ch in text):
         return text
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if ch in _CHARSET_SET)
+    return "".join(ch for ch in anyascii(text) if ch in _CHARSET_SET)

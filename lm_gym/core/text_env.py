@@ -22,6 +22,7 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError
 from lm_gym.core.spaces import text_space, to_charset
+from lm_gym.core.validation import check_choice, check_int, check_options, check_seed
 
 
 class BatchedReward(Protocol):
@@ -73,8 +74,13 @@ class TextEnv(gymnasium.Env[str, str]):
     :meth:`tokenizer_corpus` so a tokenizer can be trained on the task's own text.
 
     Actions must be ``str`` of at most ``action_space.max_length`` characters; characters
-    outside the charset are mapped into it by :func:`~lm_gym.core.spaces.to_charset`
-    (``info["utterance"]`` holds the text as the task saw it).
+    outside the charset are mapped into it by :func:`~lm_gym.core.spaces.to_charset` and
+    the result is cut to ``action_space.max_length`` (``info["utterance"]`` holds the text
+    as the task saw it).
+
+    ``reset`` takes ``seed`` (``None`` or a non-negative int) and ``options`` (``None`` or a
+    dict with keys from :attr:`reset_options`). Bad arguments or actions raise a typed
+    error before any state changes: the episode goes on as if they had not been given.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
@@ -82,14 +88,16 @@ class TextEnv(gymnasium.Env[str, str]):
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 128, "max_new_tokens": 64}
     #: Generation settings of the task's protocol that policies should follow (``min_new_tokens``).
     generation_defaults: ClassVar[dict[str, int]] = {}
+    #: Constructor arguments that make the env build with no network (e.g. ``source="synthetic"``).
+    offline_kwargs: ClassVar[dict[str, Any]] = {}
+    #: The keys ``reset(options=...)`` accepts.
+    reset_options: ClassVar[tuple[str, ...]] = ()
 
     reward_fn: BatchedReward | None = None
 
     def __init__(self, *, max_observation_length: int, max_action_length: int, render_mode: str | None = None):
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ConfigurationError(
-                f"render_mode={render_mode!r} is not supported; expected None or one of {self.metadata['render_modes']}"
-            )
+        if render_mode is not None:
+            check_choice("render_mode", render_mode, self.metadata["render_modes"])
         self.render_mode = render_mode
         self.observation_space = text_space(max_observation_length)
         self.action_space = text_space(max_action_length)
@@ -98,7 +106,10 @@ class TextEnv(gymnasium.Env[str, str]):
 
     # ---- task hooks ---------------------------------------------------------------------
     def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """Start an episode with ``self.np_random``; return the first observation and info."""
+        """Start an episode with ``self.np_random``; return the first observation and info.
+
+        Check ``options`` before changing any state (raise ``ConfigurationError``).
+        """
         raise NotImplementedError
 
     def _reward_query(self, utterance: str) -> RewardQuery | None:
@@ -119,10 +130,15 @@ class TextEnv(gymnasium.Env[str, str]):
 
     # ---- Gymnasium API ------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        seed = check_seed(seed)
+        options = check_options(options, self.reset_options)
+        random_state = (self._np_random, self._np_random_seed)
         super().reset(seed=seed)
-        if options is not None and not isinstance(options, dict):
-            raise ConfigurationError(f"options must be a dict or None, got {type(options).__name__}")
-        observation, info = self._new_episode(options or {})
+        try:
+            observation, info = self._new_episode(options)
+        except Exception:
+            self._np_random, self._np_random_seed = random_state  # a refused reset changes nothing
+            raise
         self._needs_reset = False
         return self._observe(observation), info
 
@@ -149,7 +165,7 @@ class TextEnv(gymnasium.Env[str, str]):
             raise InvalidActionError(
                 f"action has {len(action)} characters; the action space allows at most {self.action_space.max_length}"
             )
-        utterance = to_charset(action)
+        utterance = to_charset(action)[: self.action_space.max_length]
         return utterance, self._reward_query(utterance)
 
     def _finish_step(self, utterance: str, score: float | None) -> StepResult:
@@ -191,15 +207,14 @@ class SingleTurnTextEnv(TextEnv):
     """
 
     samples: Sequence[Sample]
+    reset_options: ClassVar[tuple[str, ...]] = ("index",)
 
     def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         index = options.get("index")
         if index is None:
             index = int(self.np_random.integers(len(self.samples)))
-        elif isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(self.samples):
-            raise ConfigurationError(
-                f"options['index'] must be an int in [0, {len(self.samples)}), got {index!r}"
-            )
+        else:
+            index = check_int("options['index']", index, 0, len(self.samples) - 1)
         self._sample = self.samples[int(index)]
         return self._sample.prompt, self._sample_info(self._sample)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from lm_gym.core.cache import cached_directory
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
+from lm_gym.core.hub import require_hub
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -27,13 +28,13 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
     """``AutoTokenizer.from_pretrained(name_or_path)``, given a pad token if it has none."""
     from transformers import AutoTokenizer
 
+    offline_hint = "Pass a local directory, or tokenizer=None to use the tokenizer lm-gym trains on the task's own text."
+    if not Path(name_or_path).exists():
+        require_hub(f"the tokenizer {name_or_path!r}", offline_hint)
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     except (OSError, ValueError) as error:
-        raise DataUnavailableError(
-            f"could not load tokenizer {name_or_path!r} ({error}). Without the Hugging Face hub, pass a local "
-            "directory, or tokenizer=None to use the tokenizer lm-gym trains on the task's own text."
-        ) from error
+        raise DataUnavailableError(f"could not load tokenizer {name_or_path!r} ({error}). {offline_hint}") from error
     if tokenizer.eos_token_id is None:
         raise ConfigurationError(f"tokenizer {name_or_path!r} has no EOS token; token-level envs need one to end an utterance")
     if tokenizer.pad_token_id is None:

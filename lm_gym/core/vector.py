@@ -11,6 +11,7 @@ from gymnasium.vector.utils import batch_space
 
 from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError
 from lm_gym.core.text_env import RewardQuery, TextEnv, score_queries
+from lm_gym.core.validation import check_int, check_options, check_seed, is_integer
 
 
 class TextVectorEnv(VectorEnv):
@@ -24,6 +25,7 @@ class TextVectorEnv(VectorEnv):
 
     Seeding: ``reset(seed=s)`` seeds copy ``i`` with ``s + i``, so copy ``i`` plays the same
     episodes as a scalar env reset with ``seed=s + i``. A list of seeds is used as given.
+    Bad actions, seeds and options raise typed errors before any copy changes state.
 
     Autoreset (``autoreset_mode``), as in Gymnasium:
 
@@ -36,8 +38,7 @@ class TextVectorEnv(VectorEnv):
     """
 
     def __init__(self, env: TextEnv, num_envs: int, autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP):
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ConfigurationError(f"num_envs must be a positive int, got {num_envs!r}")
+        num_envs = check_int("num_envs", num_envs, 1)
         try:
             mode = AutoresetMode(autoreset_mode)
         except ValueError:
@@ -58,18 +59,13 @@ class TextVectorEnv(VectorEnv):
         self._reset_called = False
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None):
-        options = dict(options or {})
-        reset_mask = np.asarray(options.pop("reset_mask", np.ones(self.num_envs, dtype=bool)), dtype=bool)
-        if reset_mask.shape != (self.num_envs,):
-            raise ConfigurationError(f"options['reset_mask'] must have shape ({self.num_envs},), got {reset_mask.shape}")
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ConfigurationError(f"seed must be an int, None or a list of {self.num_envs} seeds, got {len(seeds)}")
+        options = dict(check_options(options, (*self.envs[0].reset_options, "reset_mask")))
+        reset_mask = options.pop("reset_mask", np.ones(self.num_envs, dtype=bool))
+        if not (isinstance(reset_mask, np.ndarray) and reset_mask.dtype == bool and reset_mask.shape == (self.num_envs,)):
+            raise ConfigurationError(
+                f"options['reset_mask'] must be a bool NumPy array of shape ({self.num_envs},), got {reset_mask!r:.80}"
+            )
+        seeds = self._seeds(seed)
         infos: dict[str, Any] = {}
         for i in np.flatnonzero(reset_mask):
             self._observations[i], info = self.envs[i].reset(seed=seeds[i], options=options)
@@ -78,11 +74,23 @@ class TextVectorEnv(VectorEnv):
         self._reset_called = True
         return tuple(self._observations), infos
 
+    def _seeds(self, seed: Any) -> list[int | None]:
+        """One seed per copy: ``seed + i`` for an int seed, the given list, or ``None`` each."""
+        if seed is None:
+            return [None] * self.num_envs
+        if is_integer(seed):
+            return [check_seed(seed) + i for i in range(self.num_envs)]
+        if not isinstance(seed, (list, tuple, np.ndarray)) or len(seed) != self.num_envs:
+            raise ConfigurationError(f"seed must be None, a non-negative int or a list of {self.num_envs} such seeds, got {seed!r:.80}")
+        return [check_seed(s) for s in seed]
+
     def step(self, actions: Sequence[str]):
+        if not isinstance(actions, (list, tuple, np.ndarray)) or len(actions) != self.num_envs:
+            raise InvalidActionError(
+                f"actions must be a list, tuple or array of {self.num_envs} utterances, got {type(actions).__name__}: {actions!r:.80}"
+            )
         if not self._reset_called:
             raise ResetNeededError("TextVectorEnv.step() called before reset(); call reset() first")
-        if isinstance(actions, str) or len(actions) != self.num_envs:
-            raise InvalidActionError(f"actions must be a sequence of {self.num_envs} utterances, got {actions!r:.80}")
 
         # Validate every action before any env changes state, so a bad one loses nothing.
         autoreset = self._needs_reset & (self.autoreset_mode == AutoresetMode.NEXT_STEP)

@@ -26,10 +26,20 @@ from torch import nn
 
 from lm_gym.core.cache import cached_directory
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
+from lm_gym.core.hub import require_hub
 
 
-def default_device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
+def check_device(name: str, device: str | None) -> str:
+    """``device`` if torch can parse it (``"cpu"``, ``"cuda:1"``, ...); ``None``: CUDA when available."""
+    if device is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        if not isinstance(device, str):
+            raise TypeError
+        torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ConfigurationError(f"{name} must be None or a torch device such as 'cpu' or 'cuda:0', got {device!r:.80}") from None
+    return device
 
 
 class ClassifierSentimentReward:
@@ -54,15 +64,15 @@ class ClassifierSentimentReward:
     ):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+        self.device = check_device("reward_device", device)
+        offline_hint = "Offline, pass a local directory, or reward_model='trained' for a classifier lm-gym trains on the task's data."
+        if not Path(model_name_or_path).exists():
+            require_hub(f"the sentiment classifier {model_name_or_path!r}", offline_hint)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
             model = AutoModelForSequenceClassification.from_pretrained(model_name_or_path)
         except OSError as error:
-            raise DataUnavailableError(
-                f"could not load the sentiment classifier {model_name_or_path!r} ({error}). Offline, pass a local "
-                "directory, or reward_model='trained' for a classifier lm-gym trains on the task's data."
-            ) from error
-        self.device = device or default_device()
+            raise DataUnavailableError(f"could not load the sentiment classifier {model_name_or_path!r} ({error}). {offline_hint}") from error
         self.model = model.to(self.device).eval()
         self.positive_index = _positive_index(model.config.id2label, positive_label)
         self.batch_size = batch_size

@@ -10,21 +10,27 @@ Splits, the same for every source:
   40/10/50 into ``train``/``validation``/``test`` (the release's 25k/25k proportions).
 * ``synthetic``: :mod:`lm_gym.tasks.imdb.synthetic`, generated per split.
 
-Texts are cleaned: ``<br />`` tags become spaces, whitespace is collapsed and characters are
-mapped to printable ASCII. Label 1 is positive, 0 negative.
+Texts are cleaned (:func:`clean_review`): text mis-decoded from Windows-1252 is repaired
+(``ftfy``: ``\x96`` -> ``–``, mojibake), HTML entities are unescaped, ``<br />`` tags become
+spaces and other markup tags (``<i>``, ``<em>``, ...) are removed, non-ASCII characters are
+transliterated to printable ASCII (``—`` -> ``-``, ``’`` -> ``'``, ``é`` -> ``e``) and
+whitespace is collapsed. Label 1 is positive, 0 negative.
 """
 
 from __future__ import annotations
 
 import csv
 import functools
+import html
 import re
 from pathlib import Path
 
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
+from lm_gym.core.hub import require_hub
 from lm_gym.core.spaces import to_charset
+from lm_gym.core.validation import check_choice, check_path
 from lm_gym.tasks.imdb import synthetic
 
 SOURCES = ("hub", "local", "synthetic")
@@ -37,22 +43,25 @@ OFFLINE_HINT = (
 
 Review = tuple[str, int]
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_TAG = re.compile(r"</?[a-zA-Z][a-zA-Z0-9]*(?:\s[^<>]*)?/?>")
 
 
 def clean_review(text: str) -> str:
-    return " ".join(to_charset(_BREAK.sub(" ", text)).split())
+    """A review as printable ASCII: repaired encoding, no markup, collapsed whitespace."""
+    import ftfy
+
+    text = _BREAK.sub(" ", ftfy.fix_text(text, normalization="NFC"))
+    return " ".join(to_charset(_TAG.sub("", html.unescape(text))).split())
 
 
 def load_reviews(source: str, split: str, data_dir: str | Path | None = None) -> tuple[Review, ...]:
     """The ``(text, label)`` reviews of ``split`` from ``source`` (cached per process)."""
-    if source not in SOURCES:
-        raise ConfigurationError(f"source must be one of {SOURCES}, got {source!r}")
-    if split not in SPLITS:
-        raise ConfigurationError(f"split must be one of {SPLITS}, got {split!r}")
+    check_choice("source", source, SOURCES)
+    check_choice("split", split, SPLITS)
     if source == "local":
         if data_dir is None:
             raise ConfigurationError("source='local' needs data_dir=<an aclImdb/ directory or a review,sentiment CSV file>")
-        data_dir = str(Path(data_dir).expanduser().resolve())
+        data_dir = str(check_path("data_dir", data_dir).resolve())
     elif data_dir is not None:
         raise ConfigurationError(f"data_dir is only used with source='local', not source={source!r}")
     return _load_cached(source, split, data_dir)
@@ -91,6 +100,7 @@ def _split_csv(reviews: list[Review], split: str) -> tuple[Review, ...]:
 def _load_hub(original_split: str) -> list[Review]:
     import datasets
 
+    require_hub(f"the dataset {HUB_DATASET!r}", OFFLINE_HINT)
     try:
         dataset = datasets.load_dataset(HUB_DATASET, split=original_split)
     except Exception as error:  # noqa: BLE001 - datasets raises many types when offline

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
+from lm_gym.core.validation import is_integer
 from lm_gym.rewards.sentiment import ClassifierSentimentReward, NgramSentimentReward
 from lm_gym.tasks.imdb.data import load_reviews
 
@@ -91,6 +92,7 @@ class IMDBEnv(SingleTurnTextEnv):
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 64, "max_new_tokens": 48}
     generation_defaults: ClassVar[dict[str, int]] = {"min_new_tokens": 48}
+    offline_kwargs: ClassVar[dict[str, Any]] = {"source": "synthetic"}
 
     def __init__(
         self,
@@ -118,7 +120,9 @@ class IMDBEnv(SingleTurnTextEnv):
 
     def _make_reward(self, reward_model: str, positive_label: str | int | None, device: str | None):
         if not isinstance(reward_model, str) or not reward_model:
-            raise ConfigurationError(f"reward_model must be 'auto', 'trained' or a classifier name/path, got {reward_model!r}")
+            raise ConfigurationError(f"reward_model must be 'auto', 'trained' or a classifier name/path, got {reward_model!r:.80}")
+        if positive_label is not None and not (isinstance(positive_label, str) or is_integer(positive_label)):
+            raise ConfigurationError(f"positive_label must be a label name, an int index or None, got {positive_label!r:.80}")
         if reward_model == "auto":
             reward_model = HUB_CLASSIFIER if self.source == "hub" else "trained"
         if reward_model == "trained":

@@ -14,6 +14,7 @@ table (cached on disk, see :meth:`PatternTable.full_table`).
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 
 import numpy as np
 
@@ -64,23 +65,32 @@ def text_to_pattern(text: str) -> int:
 
 
 class PatternTable:
-    """Feedback rows of guesses against all answers of a vocabulary, computed lazily."""
+    """Feedback rows of guesses against all answers of a vocabulary, computed lazily.
 
-    def __init__(self, vocabulary: WordleVocabulary):
+    Rows of allowed guesses come from the full table once it is loaded; other rows (words
+    outside the guess list, which the game also scores) are computed and kept in an LRU
+    cache of ``max_cached_rows`` rows, so a stream of distinct unknown words uses bounded memory.
+    """
+
+    def __init__(self, vocabulary: WordleVocabulary, max_cached_rows: int = 4096):
         self.vocabulary = vocabulary
-        self._rows: dict[str, np.ndarray] = {}
+        self.max_cached_rows = max_cached_rows
+        self._rows: OrderedDict[str, np.ndarray] = OrderedDict()
         self._full: np.ndarray | None = None
 
     def row(self, guess: str) -> np.ndarray:
         """``(num_answers,)`` uint8 patterns of ``guess`` (any five-letter word) against every answer."""
+        index = self.vocabulary.guess_index.get(guess)
+        if self._full is not None and index is not None:
+            return self._full[index]
         row = self._rows.get(guess)
         if row is None:
-            index = self.vocabulary.guess_index.get(guess)
-            if self._full is not None and index is not None:
-                row = self._full[index]
-            else:
-                row = feedback_patterns(encode_words([guess]), self.vocabulary.answer_codes)[0]
+            row = feedback_patterns(encode_words([guess]), self.vocabulary.answer_codes)[0]
             self._rows[guess] = row
+            if len(self._rows) > self.max_cached_rows:
+                self._rows.popitem(last=False)
+        else:
+            self._rows.move_to_end(guess)
         return row
 
     def full_table(self) -> np.ndarray:

@@ -10,6 +10,7 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import StepResult, TextEnv
+from lm_gym.core.validation import check_choice, check_int, check_number
 from lm_gym.tasks.wordle.board import INVALID, UNKNOWN, board_text, feedback_line
 from lm_gym.tasks.wordle.engine import ALL_GREEN, pattern_table, pattern_to_text
 from lm_gym.tasks.wordle.vocabulary import WordleVocabulary, default_vocabulary, is_word
@@ -68,10 +69,10 @@ class WordleEnv(TextEnv):
     ## Arguments
     | argument | default | meaning |
     |---|---|---|
-    | ``answers_file`` | ``None`` | answer list, one word per line; ``None``: the offline default vocabulary (``lm_gym.tasks.wordle.vocabulary``) |
-    | ``guesses_file`` | ``None`` | allowed guesses, one per line (answers are always allowed); ``None`` with ``answers_file``: the answers |
+    | ``answers_file`` | ``None`` | answer list, one word per line (lines that are not five letters a-z are dropped with a warning, as ILQL's loader does); ``None``: the offline default vocabulary (``lm_gym.tasks.wordle.vocabulary``) |
+    | ``guesses_file`` | ``None`` | allowed guesses, one per line (answers are always allowed); needs ``answers_file``; ``None`` with ``answers_file``: the answers |
     | ``vocabulary`` | ``None`` | a ``WordleVocabulary`` object, instead of the files |
-    | ``num_answers`` | ``None`` | use a seeded sample of this many answers (the paper's 200/400/800 variants) |
+    | ``num_answers`` | ``None`` | use a seeded random sample of this many answers. ILQL's 200/400/800-word variants were fixed lists: these are samples of the same sizes, not those lists (pass the paper's files as ``answers_file``) |
     | ``subset_seed`` | ``0`` | seed of that sample |
     | ``mode`` | ``"filtering"`` | ``"filtering"`` or ``"hidden_word"`` (see Description) |
     | ``unknown_word_penalty`` | ``None`` | penalty for words outside the guess list; ``None`` plays them |
@@ -89,6 +90,7 @@ class WordleEnv(TextEnv):
     """
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 128, "max_new_tokens": 8}
+    reset_options: ClassVar[tuple[str, ...]] = ("answer",)
 
     def __init__(
         self,
@@ -103,29 +105,35 @@ class WordleEnv(TextEnv):
         render_mode: str | None = None,
     ):
         super().__init__(max_observation_length=1024, max_action_length=MAX_ACTION_LENGTH, render_mode=render_mode)
-        if mode not in MODES:
-            raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
-        if isinstance(max_guesses, bool) or not isinstance(max_guesses, int) or not 1 <= max_guesses <= 20:
-            raise ConfigurationError(f"max_guesses must be an int in [1, 20], got {max_guesses!r}")
-        if unknown_word_penalty is not None and not isinstance(unknown_word_penalty, (int, float)):
-            raise ConfigurationError(f"unknown_word_penalty must be a number or None, got {unknown_word_penalty!r}")
-        if vocabulary is None:
-            vocabulary = default_vocabulary() if answers_file is None else WordleVocabulary.from_files(answers_file, guesses_file)
-        elif answers_file is not None or guesses_file is not None:
-            raise ConfigurationError("pass either vocabulary or answers_file/guesses_file, not both")
+        subset_seed = check_int("subset_seed", subset_seed, 0)
+        self.mode = check_choice("mode", mode, MODES)
+        self.max_guesses = check_int("max_guesses", max_guesses, 1, 20)
+        if unknown_word_penalty is not None:
+            unknown_word_penalty = check_number("unknown_word_penalty", unknown_word_penalty, minimum=0)
+        self.unknown_word_penalty = unknown_word_penalty
+        if vocabulary is not None:
+            if not isinstance(vocabulary, WordleVocabulary):
+                raise ConfigurationError(
+                    f"vocabulary must be a WordleVocabulary or None, got {type(vocabulary).__name__}: {vocabulary!r:.80}"
+                )
+            if answers_file is not None or guesses_file is not None:
+                raise ConfigurationError("pass either vocabulary or answers_file/guesses_file, not both")
+        elif answers_file is not None:
+            vocabulary = WordleVocabulary.from_files(answers_file, guesses_file)
+        elif guesses_file is not None:
+            raise ConfigurationError("guesses_file needs answers_file (the answers are always allowed guesses)")
+        else:
+            vocabulary = default_vocabulary()
         if num_answers is not None:
             vocabulary = vocabulary.subset(num_answers, subset_seed)
         self.vocabulary = vocabulary
         self.table = pattern_table(vocabulary)
         self.table.full_table()
-        self.mode = mode
-        self.unknown_word_penalty = unknown_word_penalty
-        self.max_guesses = max_guesses
 
     def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         answers = self.vocabulary.answers
         answer = options.get("answer")
-        if answer is not None and (self.mode != "hidden_word" or answer not in answers):
+        if answer is not None and (self.mode != "hidden_word" or not isinstance(answer, str) or answer not in answers):
             raise ConfigurationError(
                 f"options['answer'] must be a word of the answer list in mode='hidden_word'; got {answer!r} in mode={self.mode!r}"
             )

@@ -7,12 +7,18 @@ ending in ``s`` whose four-letter stem is itself a word) are the answers, the si
 official lists. Being frequency-derived it keeps some names and abbreviations the official
 lists leave out. For the official game pass its files:
 ``WordleVocabulary.from_files("wordle_official.txt", "wordle_official_guess.txt")``.
+
+Word files hold one word per line. As the ILQL code's loader does, lines that are not
+five letters a-z (after stripping and lower-casing) are dropped, and so are repeated words,
+with a warning that says how many, so mixed-length lists such as ILQL's ``10k_words.txt``
+and ``large_words.txt`` load as their five-letter words.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
+from lm_gym.core.validation import check_int, check_path
 
 WORD_LENGTH = 5
 DEFAULT_NUM_ANSWERS = 2315
@@ -62,16 +69,17 @@ class WordleVocabulary:
 
     @classmethod
     def from_files(cls, answers_path: str | Path, guesses_path: str | Path | None = None) -> WordleVocabulary:
-        """Lists with one word per line (blank lines ignored, case folded)."""
-        return cls.create(_read_words(answers_path), None if guesses_path is None else _read_words(guesses_path))
+        """Lists with one word per line (case folded; other lines dropped, see the module docstring)."""
+        answers = read_words(answers_path, "answers_file")
+        return cls.create(answers, None if guesses_path is None else read_words(guesses_path, "guesses_file"))
 
     def subset(self, num_answers: int, seed: int = 0) -> WordleVocabulary:
         """``num_answers`` answers sampled without replacement with ``seed`` (the paper's 200/400/800 variants).
 
         The guess list stays whole.
         """
-        if isinstance(num_answers, bool) or not isinstance(num_answers, int) or not 1 <= num_answers <= len(self.answers):
-            raise ConfigurationError(f"num_answers must be an int in [1, {len(self.answers)}], got {num_answers!r}")
+        num_answers = check_int("num_answers", num_answers, 1, len(self.answers))
+        seed = check_int("subset_seed", seed, 0)
         chosen = np.sort(np.random.default_rng(seed).choice(len(self.answers), size=num_answers, replace=False))
         return WordleVocabulary(tuple(self.answers[i] for i in chosen), self.guesses)
 
@@ -100,12 +108,29 @@ def encode_words(words: Sequence[str]) -> np.ndarray:
     return (np.frombuffer("".join(words).encode("ascii"), dtype=np.uint8).reshape(-1, WORD_LENGTH) - ord("a")).astype(np.uint8)
 
 
-def _read_words(path: str | Path) -> list[str]:
-    path = Path(path).expanduser()
+def read_words(path: str | Path, name: str = "path") -> list[str]:
+    """The distinct five-letter words of a word file, in order; warns how many lines were dropped."""
+    path = check_path(name, path)
     if not path.is_file():
-        raise DataUnavailableError(f"word list {str(path)!r} does not exist (expected one five-letter word per line)")
-    words = [line.strip().lower() for line in path.read_text(encoding="utf-8").splitlines()]
-    return [w for w in words if w]
+        raise DataUnavailableError(f"{name}={str(path)!r} does not exist (expected one five-letter word per line)")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise DataUnavailableError(f"{name}={str(path)!r} is not UTF-8 text ({error}); expected one word per line") from None
+    candidates = [line.strip().lower() for line in lines]
+    candidates = [word for word in candidates if word]
+    words = list(dict.fromkeys(word for word in candidates if is_word(word)))
+    not_words = sum(not is_word(word) for word in candidates)
+    repeated = len(candidates) - not_words - len(words)
+    if not_words or repeated:
+        warnings.warn(
+            f"{name}={str(path)!r}: kept {len(words)} five-letter words; dropped {not_words} lines that are not "
+            f"five letters a-z and {repeated} repeated words",
+            stacklevel=3,
+        )
+    if not words:
+        raise DataUnavailableError(f"{name}={str(path)!r} holds no five-letter a-z words")
+    return words
 
 
 @functools.lru_cache(maxsize=1)
