@@ -159,14 +159,18 @@ class TextEnv(gymnasium.Env[str, str]):
             raise ResetNeededError(
                 f"{type(self).__name__}.step() called before reset() or after the episode ended; call reset() first"
             )
+        utterance = self._utterance(action)
+        return utterance, self._reward_query(utterance)
+
+    def _utterance(self, action: Any) -> str:
+        """The utterance of a valid ``action``, mapped into the charset; raises ``InvalidActionError``."""
         if not isinstance(action, str):
             raise InvalidActionError(f"action must be a str (an utterance), got {type(action).__name__}: {action!r:.80}")
         if len(action) > self.action_space.max_length:
             raise InvalidActionError(
                 f"action has {len(action)} characters; the action space allows at most {self.action_space.max_length}"
             )
-        utterance = to_charset(action)[: self.action_space.max_length]
-        return utterance, self._reward_query(utterance)
+        return to_charset(action)[: self.action_space.max_length]
 
     def _finish_step(self, utterance: str, score: float | None) -> StepResult:
         observation, reward, terminated, truncated, info = self._transition(utterance, score)

@@ -11,6 +11,9 @@ from gymnasium import spaces
 from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError
 from lm_gym.core.validation import check_choice, check_int, check_number, is_integer
 
+#: Largest ``max_prompt_length`` / ``max_new_tokens``: observations are arrays of that many ids.
+MAX_TOKENS = 2**20
+
 
 class TokenLevel(gymnasium.Env):
     """An utterance-level :class:`~lm_gym.core.text_env.TextEnv` played one token per step.
@@ -67,8 +70,8 @@ class TokenLevel(gymnasium.Env):
             object with ``__len__``, ``eos_token_id``, ``pad_token_id``,
             ``__call__(text, add_special_tokens=False)["input_ids"]`` and
             ``decode(ids, skip_special_tokens=True)``.
-        max_prompt_length: prompt tokens kept in the observation.
-        max_new_tokens: the utterance length limit, in tokens.
+        max_prompt_length: prompt tokens kept in the observation (1 to ``MAX_TOKENS`` = 2**20).
+        max_new_tokens: the utterance length limit, in tokens (1 to ``MAX_TOKENS``).
         min_new_tokens: EOS is masked (and penalised) before this many tokens.
         prompt_truncation_side: ``"left"`` keeps the end of a long prompt, ``"right"`` its start.
         early_eos_penalty: subtracted from the reward of an utterance ended by a masked EOS.
@@ -84,8 +87,8 @@ class TokenLevel(gymnasium.Env):
         prompt_truncation_side: str = "left",
         early_eos_penalty: float = 1.0,
     ):
-        self.max_prompt_length = check_int("max_prompt_length", max_prompt_length, 1)
-        self.max_new_tokens = check_int("max_new_tokens", max_new_tokens, 1)
+        self.max_prompt_length = check_int("max_prompt_length", max_prompt_length, 1, MAX_TOKENS)
+        self.max_new_tokens = check_int("max_new_tokens", max_new_tokens, 1, MAX_TOKENS)
         self.min_new_tokens = check_int("min_new_tokens", min_new_tokens, 0, self.max_new_tokens)
         self.prompt_truncation_side = check_choice("prompt_truncation_side", prompt_truncation_side, ("left", "right"))
         self.early_eos_penalty = check_number("early_eos_penalty", early_eos_penalty, minimum=0)

@@ -13,9 +13,12 @@ from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeed
 from lm_gym.core.text_env import RewardQuery, TextEnv, score_queries
 from lm_gym.core.validation import check_int, check_options, check_seed, is_integer
 
+#: Largest ``num_envs`` of one vector env.
+MAX_ENVS = 2**16
+
 
 class TextVectorEnv(VectorEnv):
-    """``num_envs`` copies of one :class:`TextEnv`, stepped together.
+    """``num_envs`` copies of one :class:`TextEnv` (1 to ``MAX_ENVS`` = 65,536), stepped together.
 
     The copies share the dataset and the reward model; every ``step`` scores all the
     utterances that need a model reward with **one** batched call of the task's reward
@@ -30,7 +33,7 @@ class TextVectorEnv(VectorEnv):
     Autoreset (``autoreset_mode``), as in Gymnasium:
 
     * ``"NextStep"`` (default): the step after an episode ends resets that copy; its action
-      is ignored and its reward is 0.
+      is ignored (a bad one is still refused) and its reward is 0.
     * ``"SameStep"``: a copy whose episode ends is reset in the same step; the final
       observation and info are in ``info["final_obs"]`` and ``info["final_info"]``.
     * ``"Disabled"``: copies are reset only by ``reset(options={"reset_mask": mask})``;
@@ -38,10 +41,10 @@ class TextVectorEnv(VectorEnv):
     """
 
     def __init__(self, env: TextEnv, num_envs: int, autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP):
-        num_envs = check_int("num_envs", num_envs, 1)
+        num_envs = check_int("num_envs", num_envs, 1, MAX_ENVS)
         try:
             mode = AutoresetMode(autoreset_mode)
-        except ValueError:
+        except (TypeError, ValueError):
             raise ConfigurationError(
                 f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, got {autoreset_mode!r}"
             ) from None
@@ -80,12 +83,17 @@ class TextVectorEnv(VectorEnv):
             return [None] * self.num_envs
         if is_integer(seed):
             return [check_seed(seed) + i for i in range(self.num_envs)]
-        if not isinstance(seed, (list, tuple, np.ndarray)) or len(seed) != self.num_envs:
+        one_each = seed.shape == (self.num_envs,) if isinstance(seed, np.ndarray) else isinstance(seed, (list, tuple)) and len(seed) == self.num_envs
+        if not one_each:
             raise ConfigurationError(f"seed must be None, a non-negative int or a list of {self.num_envs} such seeds, got {seed!r:.80}")
         return [check_seed(s) for s in seed]
 
     def step(self, actions: Sequence[str]):
-        if not isinstance(actions, (list, tuple, np.ndarray)) or len(actions) != self.num_envs:
+        if (
+            not isinstance(actions, (list, tuple, np.ndarray))
+            or (isinstance(actions, np.ndarray) and actions.ndim != 1)
+            or len(actions) != self.num_envs
+        ):
             raise InvalidActionError(
                 f"actions must be a list, tuple or array of {self.num_envs} utterances, got {type(actions).__name__}: {actions!r:.80}"
             )
@@ -101,7 +109,9 @@ class TextVectorEnv(VectorEnv):
             )
         prepared: dict[int, tuple[str, RewardQuery | None]] = {}
         for i, env in enumerate(self.envs):
-            if not autoreset[i]:
+            if autoreset[i]:
+                env._utterance(actions[i])  # ignored, but a bad one is still refused
+            else:
                 prepared[i] = env._prepare_step(actions[i])
 
         scored = [i for i, (_, query) in prepared.items() if query is not None]
