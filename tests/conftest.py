@@ -1,12 +1,14 @@
-"""Test-suite setup: no network, a private lm-gym cache, small thread counts.
+"""Test-suite setup: no network, a private lm-gym cache (removed at exit), small thread counts.
 
 Sockets are blocked for the whole suite by pytest-socket (``--disable-socket`` in
 ``pyproject.toml``); the Hugging Face libraries are also told they are offline so they fail
 fast instead of retrying.
 """
 
+import atexit
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -16,14 +18,29 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["WANDB_MODE"] = "offline"
 os.environ["LM_GYM_CACHE"] = tempfile.mkdtemp(prefix="lm_gym_test_cache_")
+atexit.register(shutil.rmtree, os.environ["LM_GYM_CACHE"], ignore_errors=True)
 
 import gymnasium  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 import lm_gym  # noqa: E402,F401  (registers the envs)
 
 torch.set_num_threads(2)
+
+# Hypothesis (tests/contract): the default profile keeps the contract suite to about a
+# minute; CI (``CI`` set) runs the ``deep`` profile with ten times the examples;
+# ``HYPOTHESIS_PROFILE`` picks one explicitly.
+settings.register_profile(
+    "default",
+    max_examples=25,
+    deadline=None,
+    database=None,  # leave no .hypothesis/ folder behind
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.register_profile("deep", parent=settings.get_profile("default"), max_examples=250)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("deep" if os.environ.get("CI") else "default"))
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BASELINES = Path(__file__).resolve().parents[1] / "baselines"

@@ -3,9 +3,7 @@
 import gymnasium
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 from stable_baselines3 import PPO
-from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from stable_baselines3.common.monitor import Monitor
 
 from lm_gym.core.errors import DataUnavailableError
@@ -40,18 +38,6 @@ def test_reward_prefers_positive_continuations(imdb_env):
     imdb_env.reset(seed=1)
     _, negative, *_ = imdb_env.step("The acting was awful and the ending was boring. A dull, tedious film.")
     assert positive > 0.8 and negative < 0.2
-
-
-def test_gymnasium_check_env_utterance_level(imdb_env):
-    check_env(imdb_env.unwrapped)
-
-
-def test_gymnasium_check_env_token_level(imdb_token_env):
-    check_env(imdb_token_env)
-
-
-def test_sb3_check_env_token_level(imdb_token_env):
-    sb3_check_env(imdb_token_env, warn=True)
 
 
 def test_token_level_spaces(imdb_token_env):

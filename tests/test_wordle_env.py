@@ -1,10 +1,8 @@
-"""Wordle-v0 on the env contract: registration, check_env at both levels, vector env, seeds, vocabularies."""
+"""Wordle-v0: registration, token level, vector env, seeds, vocabularies (the checkers run in tests/contract)."""
 
 import gymnasium
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
-from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 from lm_gym.tasks.wordle import WordleVocabulary, default_vocabulary
 from lm_gym.tasks.wordle.vocabulary import is_word
@@ -41,15 +39,6 @@ def wordle():
 @pytest.fixture(scope="module")
 def wordle_token():
     return gymnasium.make("lm_gym/Wordle-v0", action_level="token")
-
-
-def test_check_env_utterance_level(wordle):
-    check_env(wordle.unwrapped)
-
-
-def test_check_env_token_level(wordle_token):
-    check_env(wordle_token)
-    sb3_check_env(wordle_token)
 
 
 def test_token_level_multi_turn(wordle_token):
