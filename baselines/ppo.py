@@ -55,6 +55,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
 import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.registration import resolve_tokenizer
+from lm_gym.results import make_result, summarize_episodes, write_result
 
 
 @dataclass
@@ -78,17 +79,27 @@ class Args:
     time_limit_minutes: float | None = None
     """stop after the iteration that passes this wall time (then evaluate and save)"""
     learning_rate: float = 1e-4
+    """AdamW learning rate of the policy and value head"""
     anneal_lr: bool = True
     """decay the learning rate linearly to 0 over the iterations"""
     update_epochs: int = 4
+    """epochs over each rollout batch per update"""
     num_minibatches: int = 4
+    """minibatches per epoch (the rollout batch split evenly)"""
     gamma: float = 0.99
+    """discount factor over tokens and turns"""
     gae_lambda: float = 0.95
+    """lambda of generalised advantage estimation"""
     clip_coef: float = 0.2
+    """PPO ratio clipping range (and value clipping range)"""
     clip_vloss: bool = True
+    """clip the value loss around the rollout values, as PPO does"""
     vf_coef: float = 0.5
+    """weight of the value loss"""
     ent_coef: float = 0.0
+    """weight of the entropy bonus"""
     max_grad_norm: float = 1.0
+    """gradient norm clipping"""
     target_kl: float | None = None
     """stop the epochs of an update early when the approximate KL to the rollout policy exceeds this"""
     kl_coef: float = 0.05
@@ -96,6 +107,7 @@ class Args:
     kl_target: float | None = 6.0
     """target per-utterance KL of the adaptive controller; None: fixed coefficient"""
     kl_horizon: int = 10000
+    """horizon (in episodes) of the adaptive KL controller's update"""
     temperature: float = 1.0
     """sampling temperature of rollouts (log-probs use the same)"""
     min_new_tokens: int | None = None
@@ -103,22 +115,27 @@ class Args:
     eval_every: int = 10
     """iterations between evaluations (0: only at the end)"""
     eval_episodes: int = 64
+    """validation episodes per evaluation"""
     eval_batch_size: int = 32
+    """episodes generated together during evaluation (the eval vector env's size)"""
     eval_greedy: bool = False
     """evaluate greedy decoding instead of samples of the policy (sampling, RL4LMs' IMDB protocol, measures the return PPO optimises)"""
     save_every: int = 10
     """iterations between checkpoints (0: only at the end)"""
     out_dir: str = "runs/ppo"
+    """where checkpoint/ and result.json are written"""
     resume: bool = False
     """continue from out_dir/checkpoint"""
     track: bool = False
     """log to Weights & Biases (WANDB_MODE=offline works)"""
     wandb_project: str = "lm-gym"
+    """Weights & Biases project of --track"""
     device: str | None = None
     """default: cuda when available, else cpu"""
     bf16: bool = False
     """bfloat16 autocast for generation and forward passes"""
     torch_threads: int | None = None
+    """torch.set_num_threads for the run; None: torch's default"""
 
 
 def parse_json(name: str, text: str) -> dict:
@@ -315,10 +332,11 @@ def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, is_seq2seq: 
             eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
             sample=not args.eval_greedy, temperature=args.temperature, device=device,
         )
-    result = {"mean_return": float(returns.mean()), "std_return": float(returns.std())}
-    for key in metrics[0] if metrics else []:
-        result[f"mean_{key}"] = float(np.mean([m[key] for m in metrics]))
-    return result
+    return summarize_episodes(returns, metrics)
+
+
+def format_eval(evaluation: dict) -> str:
+    return ", ".join(f"{key} {value:.4g}" for key, value in evaluation.items())
 
 
 # ---- the run -------------------------------------------------------------------------------
@@ -362,12 +380,13 @@ def main(args: Args) -> dict:
     parameters = list(policy.parameters()) + list(value_head.parameters())
     optimizer = torch.optim.AdamW(parameters, lr=args.learning_rate, eps=1e-5)
     kl_coef = args.kl_coef
-    first_iteration, curves = 1, []
+    first_iteration, curves, elapsed_before = 1, [], 0.0  # elapsed_before: wall time of resumed runs
     if resuming:
         state = torch.load(checkpoint_dir / "trainer_state.pt", weights_only=False)
         value_head.load_state_dict(state["value_head"])
         optimizer.load_state_dict(state["optimizer"])
         kl_coef, first_iteration, curves = state["kl_coef"], state["iteration"] + 1, state["curves"]
+        elapsed_before = state["wall_time_s"]
         initial_eval = state["initial_eval"]
         random.setstate(state["rng"]["python"])
         np.random.set_state(state["rng"]["numpy"])
@@ -385,9 +404,15 @@ def main(args: Args) -> dict:
         if not (checkpoint_dir / "reference").is_dir():
             reference.save_pretrained(checkpoint_dir / "reference", safe_serialization=True)
         rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-        state = {"value_head": value_head.state_dict(), "optimizer": optimizer.state_dict(), "kl_coef": kl_coef, "iteration": iteration, "curves": curves, "initial_eval": initial_eval, "rng": rng}
+        state = {"value_head": value_head.state_dict(), "optimizer": optimizer.state_dict(), "kl_coef": kl_coef, "iteration": iteration, "curves": curves, "initial_eval": initial_eval, "rng": rng, "wall_time_s": elapsed_before + time.time() - start_time}
         torch.save(state, checkpoint_dir / "trainer_state.pt")
 
+    num_parameters = sum(p.numel() for p in policy.parameters())
+    print(
+        f"ppo on {args.env_id}, seed {args.seed}: {num_parameters / 1e6:.2f}M-parameter policy on {device}, "
+        f"{args.num_envs} episodes x {args.iterations} iterations{', resumed at iteration ' + str(first_iteration) if resuming else ''}, "
+        f"writing to {out_dir}"
+    )
     if not resuming:  # the starting policy, evaluated exactly as the final one
         initial_eval = evaluate(eval_env, policy, tokenizer, args, lengths, is_seq2seq, device)
     generated_tokens, rollout_seconds = 0, 0.0
@@ -492,7 +517,7 @@ def main(args: Args) -> dict:
             kl_coef *= 1.0 + error * args.num_envs / args.kl_horizon
 
         row = {
-            "iteration": iteration,
+            "step": iteration,
             "mean_return": float(episode_returns.mean()),
             "kl": mean_kl,
             "kl_coef": kl_coef,
@@ -516,25 +541,25 @@ def main(args: Args) -> dict:
         if out_of_time:
             break
 
-    final_eval = {key.removeprefix("eval/"): value for key, value in curves[-1].items() if key.startswith("eval/")} if curves else {}
-    wall_time = time.time() - start_time
+    final_eval = {key.removeprefix("eval/"): value for key, value in curves[-1].items() if key.startswith("eval/")}
     peak_memory_mb = torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    result = {
-        "env_id": args.env_id,
-        "algorithm": "ppo",
-        "seed": args.seed,
-        "config": asdict(args),
-        "initial_eval": initial_eval,
-        "final_eval": final_eval,
-        "curves": curves,
-        "wall_time_s": wall_time,
-        "tokens_per_s": generated_tokens / max(rollout_seconds, 1e-9),
-        "episodes_per_s": args.num_envs * len(curves) / max(sum(row["seconds"] for row in curves), 1e-9),
-        "peak_memory_mb": peak_memory_mb,
-        "checkpoint": str(checkpoint_dir),
-    }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "result.json").write_text(json.dumps(result, indent=2))
+    result = make_result(
+        env_id=args.env_id,
+        algorithm="ppo",
+        seed=args.seed,
+        config=asdict(args),
+        initial_eval=initial_eval,
+        final_eval=final_eval,
+        curves=curves,
+        wall_time_s=elapsed_before + time.time() - start_time,
+        tokens_per_s=generated_tokens / max(rollout_seconds, 1e-9),
+        episodes_per_s=args.num_envs * len(curves) / max(sum(row["seconds"] for row in curves), 1e-9),
+        peak_memory_mb=peak_memory_mb,
+        checkpoint=checkpoint_dir.name,
+        device=device,
+    )
+    write_result(out_dir, result)
+    print(f"{args.env_id} ppo seed {args.seed}: final evaluation {format_eval(final_eval)} (start {format_eval(initial_eval)})")
     if args.track:
         wandb.finish()
     return result

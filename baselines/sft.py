@@ -39,7 +39,6 @@ Examples::
 import inspect
 import json
 import math
-import os
 import random
 import resource
 import shutil
@@ -56,6 +55,7 @@ from tqdm.auto import tqdm
 
 import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.registration import resolve_tokenizer
+from lm_gym.results import make_result, summarize_episodes, write_result
 
 DEFAULT_MODEL_CONFIG = '{"model_type": "gpt2", "n_layer": 2, "n_embd": 128, "n_head": 4}'
 TRAINER_STATE = "trainer_state.pt"
@@ -340,13 +340,13 @@ def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_le
     """Play ``num_episodes`` episodes (sampled or greedy), each sub-env one episode per round.
 
     Episode j is reset with seed ``seed + j``. Returns ``mean_return``, ``std_return``,
-    ``num_episodes`` and the mean of every numeric key of ``info["metrics"]``.
+    ``num_episodes`` and ``mean_<key>`` of every numeric key of ``info["metrics"]`` (``lm_gym.results``).
     """
     was_training = model.training
     model.eval()
     max_chars = venv.single_action_space.max_length
     returns: list[float] = []
-    metrics: dict[str, list[float]] = {}
+    metrics: list[dict[str, float]] = []
     for first in range(0, num_episodes, venv.num_envs):
         observations, _ = venv.reset(seed=seed + first)
         counted = min(venv.num_envs, num_episodes - first)  # sub-envs beyond this play seeds we don't need
@@ -367,27 +367,15 @@ def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_le
                 if i >= counted:
                     continue
                 returns.append(float(episode_return[i]))
-                if "metrics" in infos and infos["_metrics"][i]:
-                    for key, values in infos["metrics"].items():
-                        if key.startswith("_") or not infos["metrics"].get("_" + key, np.ones(1, bool))[i]:
-                            continue
-                        try:
-                            metrics.setdefault(key, []).append(float(values[i]))
-                        except (TypeError, ValueError):
-                            pass
+                episode_metrics = infos["metrics"] if "metrics" in infos and infos["_metrics"][i] else {}
+                metrics.append({key: values[i] for key, values in episode_metrics.items() if not key.startswith("_") and episode_metrics["_" + key][i]})
             active &= ~finished
             if not active.any():
                 break
         else:
             raise RuntimeError(f"evaluation episodes still running after {EVAL_MAX_TURNS} turns")
     model.train(was_training)
-    result = {
-        "mean_return": float(np.mean(returns)),
-        "std_return": float(np.std(returns)),
-        "num_episodes": len(returns),
-    }
-    result.update({key: float(np.mean(values)) for key, values in metrics.items()})
-    return result
+    return summarize_episodes(returns, metrics)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -409,6 +397,10 @@ def save_checkpoint(directory: Path, model, tokenizer, optimizer, scheduler, sta
         directory.rename(old)
     tmp.rename(directory)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def format_eval(evaluation: dict[str, float] | None) -> str:
+    return "not evaluated" if evaluation is None else ", ".join(f"{key} {value:.4g}" for key, value in evaluation.items())
 
 
 def peak_memory_mb(device: torch.device) -> float:
@@ -476,13 +468,15 @@ def main(args: Args) -> dict[str, Any]:
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_multiplier)
 
-    state: dict[str, Any] = {"step": 0, "curves": [], "train_tokens": 0, "train_time_s": 0.0, "wall_time_s": 0.0}
+    state: dict[str, Any] = {
+        "step": 0, "curves": [], "train_tokens": 0, "train_examples": 0, "train_time_s": 0.0, "wall_time_s": 0.0, "initial_eval": None,
+    }
     if resuming:
         saved = torch.load(checkpoint_dir / TRAINER_STATE, map_location="cpu", weights_only=True)
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])  # keeps its step; the schedule spans this run's total_steps
         set_rng_state(saved["rng"])
-        state = {key: saved[key] for key in state}
+        state = {key: saved.get(key, default) for key, default in state.items()}
         print(f"resumed from {checkpoint_dir} at step {state['step']}")
 
     # ---- evaluation env: the validation split when the task has one ----
@@ -491,10 +485,10 @@ def main(args: Args) -> dict[str, Any]:
         eval_kwargs["split"] = "validation"
     venv = None
 
-    def run_eval() -> dict[str, float]:
+    def run_eval() -> dict[str, float] | None:
         nonlocal venv
         if args.eval_episodes == 0:
-            return {}
+            return None
         if venv is None:
             num_envs = min(args.eval_batch_size, args.eval_episodes)
             venv = gymnasium.make_vec(args.env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **eval_kwargs)
@@ -520,6 +514,8 @@ def main(args: Args) -> dict[str, Any]:
         f"sft on {args.env_id}: {len(prompts)} demonstrations, {'seq2seq' if is_seq2seq else 'causal'} model with "
         f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, {total_steps} steps on {device}"
     )
+    if not resuming:  # the starting policy, evaluated exactly as the final one
+        state["initial_eval"] = run_eval()
     window_losses: list[float] = []
     progress = tqdm(total=total_steps, initial=min(state["step"], total_steps), desc="sft", dynamic_ncols=True)
     while state["step"] < total_steps:
@@ -542,6 +538,7 @@ def main(args: Args) -> dict[str, Any]:
         num_tokens = int(batch["attention_mask"].sum()) + (int((batch["labels"] != -100).sum()) if is_seq2seq else 0)
         state["step"] += 1
         state["train_tokens"] += num_tokens
+        state["train_examples"] += len(index)
         state["train_time_s"] += time.time() - step_start
         window_losses.append(loss.item())
         if not math.isfinite(window_losses[-1]):
@@ -568,7 +565,6 @@ def main(args: Args) -> dict[str, Any]:
 
     # ---- final evaluation, checkpoint, result.json ----
     final_eval = run_eval()
-    print(f"final eval: {json.dumps(final_eval)}")
     if final_eval:
         if state["curves"] and state["curves"][-1]["step"] == state["step"]:
             state["curves"][-1].update({f"eval/{key}": value for key, value in final_eval.items()})
@@ -578,21 +574,23 @@ def main(args: Args) -> dict[str, Any]:
             writer.log({f"eval/{key}": value for key, value in final_eval.items()}, step=state["step"])
     save_checkpoint(checkpoint_dir, model, tokenizer, optimizer, scheduler, snapshot())
 
-    result = {
-        "env_id": args.env_id,
-        "algorithm": "sft",
-        "seed": args.seed,
-        "config": asdict(args),
-        "final_eval": final_eval,
-        "curves": state["curves"],
-        "wall_time_s": state["wall_time_s"] + time.time() - start_time,
-        "tokens_per_s": state["train_tokens"] / state["train_time_s"] if state["train_time_s"] > 0 else 0.0,
-        "peak_memory_mb": peak_memory_mb(device),
-        "checkpoint": str(checkpoint_dir.resolve()),
-    }
-    tmp = out_dir / "result.json.tmp"
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    os.replace(tmp, out_dir / "result.json")
+    result = make_result(
+        env_id=args.env_id,
+        algorithm="sft",
+        seed=args.seed,
+        config=asdict(args),
+        initial_eval=state["initial_eval"],
+        final_eval=final_eval,
+        curves=state["curves"],
+        wall_time_s=state["wall_time_s"] + time.time() - start_time,
+        tokens_per_s=state["train_tokens"] / state["train_time_s"] if state["train_time_s"] > 0 else 0.0,
+        episodes_per_s=state["train_examples"] / state["train_time_s"] if state["train_time_s"] > 0 else 0.0,
+        peak_memory_mb=peak_memory_mb(device),
+        checkpoint=checkpoint_dir.name,
+        device=str(device),
+    )
+    write_result(out_dir, result)
+    print(f"{args.env_id} sft seed {args.seed}: final evaluation {format_eval(final_eval)} (start {format_eval(state['initial_eval'])})")
     if writer is not None:
         writer.finish()
     if venv is not None:

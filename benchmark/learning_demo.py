@@ -14,12 +14,13 @@ the reward gain, with the final KL to the reference. Runs the baselines as proce
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from lm_gym.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = {"imdb": ("lm_gym/IMDB-v0", '{"source": "synthetic"}'), "wordle": ("lm_gym/Wordle-v0", "{}")}
@@ -30,7 +31,7 @@ def run(script: str, *arguments: str) -> dict:
     result_path = Path(out_dir) / "result.json"
     if not result_path.is_file():  # finished runs are reused: the demo resumes where it stopped
         subprocess.run([sys.executable, str(ROOT / "baselines" / script), *arguments], check=True)
-    return json.loads(result_path.read_text())
+    return load_result(result_path)
 
 
 def main() -> None:

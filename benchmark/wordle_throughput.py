@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
 
 from lm_gym.tasks.wordle import WordleEnv, WordleVocabulary, default_vocabulary
 from lm_gym.tasks.wordle.policies import InfoGainPolicy, RandomMixturePolicy, RandomPolicy

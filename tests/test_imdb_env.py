@@ -1,7 +1,6 @@
 """IMDB at both action levels: the Gymnasium and SB3 env contracts, rewards, info."""
 
 import gymnasium
-import numpy as np
 import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.monitor import Monitor

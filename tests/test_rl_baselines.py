@@ -4,6 +4,8 @@ import json
 import math
 
 import pytest
+
+from lm_gym.results import load_result
 import torch
 from conftest import load_baseline
 from safetensors.torch import load_file
@@ -34,22 +36,22 @@ def run(baseline, out_dir, env="imdb", model_config=GPT2_CONFIG, **overrides):
 @pytest.mark.parametrize("architecture", ["causal", "seq2seq"])
 def test_smoke_training(baseline, env, architecture, tmp_path):
     result = run(baseline, tmp_path, env=env, model_config=GPT2_CONFIG if architecture == "causal" else T5_CONFIG)
-    saved = json.loads((tmp_path / "result.json").read_text())
+    saved = load_result(tmp_path)  # validates against lm_gym.results' schema
     assert saved["algorithm"] == baseline.__name__.removeprefix("baseline_") and saved["env_id"] == ENVS[env][0]
-    assert [row["iteration"] for row in saved["curves"]] == [1, 2]
+    assert [row["step"] for row in saved["curves"]] == [1, 2]
     for row in saved["curves"]:
         assert all(math.isfinite(row[key]) for key in ("pg_loss", "vf_loss", "kl", "mean_return"))
     if env == "imdb":  # the task's protocol: EOS is suppressed until 48 tokens (generation_defaults)
         assert all(row["response_tokens"] == 48 for row in saved["curves"])
     assert set(saved["final_eval"]) >= {"mean_return", "std_return"} and set(saved["initial_eval"]) >= {"mean_return"}
-    assert saved["tokens_per_s"] > 0 and saved["peak_memory_mb"] > 0 and saved["wall_time_s"] > 0
-    assert (tmp_path / "checkpoint" / "model.safetensors").is_file() and result["seed"] == 1
+    assert saved["tokens_per_s"] > 0 and saved["peak_memory_mb"] > 0 and saved["wall_time_s"] > 0 and saved["episodes_per_s"] > 0
+    assert (tmp_path / saved["checkpoint"] / "model.safetensors").is_file() and result["seed"] == 1
 
 
 def test_resume_continues_from_the_checkpoint(baseline, tmp_path):
     first = run(baseline, tmp_path, iterations=1)
     resumed = run(baseline, tmp_path, iterations=3, resume=True)
-    assert [row["iteration"] for row in resumed["curves"]] == [1, 2, 3]
+    assert [row["step"] for row in resumed["curves"]] == [1, 2, 3]
     assert resumed["curves"][0] == first["curves"][0] and resumed["initial_eval"] == first["initial_eval"]
 
 
@@ -80,7 +82,7 @@ def test_nlpo_mask_model_is_refreshed(tmp_path):
 
 def test_time_limit_stops_training(tmp_path):
     result = run(load_baseline("ppo"), tmp_path, iterations=50, time_limit_minutes=0.0)
-    assert [row["iteration"] for row in result["curves"]] == [1] and result["final_eval"]
+    assert [row["step"] for row in result["curves"]] == [1] and result["final_eval"]
 
 
 def test_track_logs_an_offline_wandb_run(tmp_path, monkeypatch):

@@ -4,6 +4,8 @@ import json
 import math
 
 import pytest
+
+from lm_gym.results import load_result
 from conftest import load_baseline
 
 T5_CONFIG = '{"model_type": "t5", "d_model": 64, "d_ff": 128, "d_kv": 16, "num_layers": 2, "num_heads": 4}'
@@ -32,13 +34,14 @@ def run(sft, out_dir, env="imdb", model_config=GPT2_CONFIG, **overrides):
 @pytest.mark.parametrize("architecture", ["causal", "seq2seq"])
 def test_smoke_training_and_ppo_start(sft, env, architecture, tmp_path):
     run(sft, tmp_path / "sft", env=env, model_config=GPT2_CONFIG if architecture == "causal" else T5_CONFIG)
-    saved = json.loads((tmp_path / "sft" / "result.json").read_text())
+    saved = load_result(tmp_path / "sft")  # validates against lm_gym.results' schema
     assert saved["algorithm"] == "sft" and saved["env_id"] == ENVS[env][0]
     assert [row["step"] for row in saved["curves"]] == [1, 2, 3]
     assert all(math.isfinite(row["loss"]) and row["loss"] > 0 for row in saved["curves"])
     assert saved["final_eval"]["num_episodes"] == 4 and math.isfinite(saved["final_eval"]["mean_return"])
-    assert saved["tokens_per_s"] > 0 and saved["peak_memory_mb"] > 0
-    checkpoint = tmp_path / "sft" / "checkpoint"
+    assert saved["tokens_per_s"] > 0 and saved["peak_memory_mb"] > 0 and saved["episodes_per_s"] > 0
+    assert saved["initial_eval"]["num_episodes"] == 4 and set(saved["initial_eval"]) == set(saved["final_eval"])
+    checkpoint = tmp_path / "sft" / saved["checkpoint"]
     assert (checkpoint / "model.safetensors").is_file() and (checkpoint / "tokenizer.json").is_file()
 
     # the RL baselines start from this checkpoint, and its starting evaluation is the SFT policy's
@@ -47,7 +50,8 @@ def test_smoke_training_and_ppo_start(sft, env, architecture, tmp_path):
         env_id=ENVS[env][0], env_kwargs=ENVS[env][1], init_from=str(checkpoint), num_envs=4, iterations=1,
         update_epochs=1, num_minibatches=1, eval_episodes=4, eval_batch_size=4, out_dir=str(tmp_path / "ppo"),
     ))
-    assert result["curves"][0]["iteration"] == 1 and math.isfinite(result["curves"][0]["pg_loss"])
+    assert result["curves"][0]["step"] == 1 and math.isfinite(result["curves"][0]["pg_loss"])
+    assert set(load_result(tmp_path / "ppo")["final_eval"]) == set(saved["final_eval"])  # one set of metric names
 
 
 def test_training_lowers_the_loss(sft, tmp_path):

@@ -1,7 +1,6 @@
 """Wordle-v0: registration, token level, vector env, seeds, vocabularies (the checkers run in tests/contract)."""
 
 import gymnasium
-import numpy as np
 import pytest
 
 from lm_gym.tasks.wordle import WordleVocabulary, default_vocabulary

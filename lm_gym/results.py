@@ -1,0 +1,261 @@
+"""The one run-result format: ``result.json``, written by every baseline, read by the harness and leaderboard.
+
+A result is a JSON object (schema: :data:`RESULT_SCHEMA`, JSON Schema 2020-12):
+
+=====================  ==========================================================================
+field                  content
+=====================  ==========================================================================
+``schema_version``     ``1``
+``env_id``             the registered env id, e.g. ``"lm_gym/IMDB-v0"``
+``algorithm``          ``"sft"``, ``"ppo"``, ``"nlpo"``, ...
+``seed``               the run's seed
+``config``             the run's arguments (the baseline's ``Args`` as a dict)
+``initial_eval``       evaluation of the starting policy (see below); null when the run was told
+                       not to evaluate (e.g. ``--eval-episodes 0``)
+``final_eval``         evaluation of the final policy, with the same metric names (null likewise)
+``curves``             list of rows ``{"step": int, <name>: number, ...}``: training statistics per
+                       step (an optimizer step for supervised algorithms, an iteration for RL);
+                       rows with an evaluation hold it as ``"eval/<metric>"``
+``wall_time_s``        the run's wall time, resumed parts included
+``tokens_per_s``       tokens per second of the algorithm's main loop (generated tokens for RL,
+                       training tokens for supervised learning)
+``episodes_per_s``     episodes per second of training (rollouts for RL, demonstrations for
+                       supervised learning)
+``peak_memory_mb``     peak GPU memory on CUDA, peak resident memory on CPU
+``checkpoint``         the final checkpoint's path relative to the folder of ``result.json``, or null
+``versions``           ``{"lm_gym": ..., "python": ..., "torch": ..., ...}``
+``git_commit``         the lm-gym checkout's commit (``"<sha>-dirty"`` with local changes), or null
+``created``            ISO 8601 time the result was written
+``device``             the torch device the run used
+=====================  ==========================================================================
+
+An evaluation is ``{"num_episodes": int, "mean_return": float, "std_return": float,
+"mean_<metric>": float, ...}``, one ``mean_<metric>`` per numeric key of the task's
+``info["metrics"]`` (IMDB: ``mean_sentiment``, ``mean_num_words``; Wordle: ``mean_solved``,
+``mean_num_guesses``, ...). :func:`summarize_episodes` computes it, so every algorithm
+reports the same names. Numbers are finite (the file is written with ``allow_nan=False``).
+
+Use :func:`make_result` to fill the bookkeeping fields, :func:`write_result` to validate and
+write atomically, :func:`load_result` / :func:`validate_result` to read and check.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import json
+import math
+import numbers
+import os
+import platform
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from lm_gym.core.errors import LMGymError
+
+SCHEMA_VERSION = 1
+RESULT_FILE = "result.json"
+_VERSIONED_PACKAGES = ("lm-gym", "torch", "transformers", "gymnasium", "tokenizers", "datasets", "numpy")
+
+_EVALUATION = {  # null: the run did not evaluate (the object keywords apply to objects only)
+    "type": ["object", "null"],
+    "required": ["num_episodes", "mean_return", "std_return"],
+    "properties": {
+        "num_episodes": {"type": "integer", "minimum": 1},
+        "mean_return": {"type": "number"},
+        "std_return": {"type": "number", "minimum": 0},
+    },
+    "propertyNames": {"pattern": "^(num_episodes|mean_[A-Za-z0-9_]+|std_return)$"},
+    "additionalProperties": {"type": "number"},
+}
+
+#: The JSON Schema of ``result.json``.
+RESULT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "lm-gym run result",
+    "type": "object",
+    "required": [
+        "schema_version", "env_id", "algorithm", "seed", "config", "initial_eval", "final_eval", "curves",
+        "wall_time_s", "tokens_per_s", "episodes_per_s", "peak_memory_mb", "checkpoint", "versions",
+        "git_commit", "created", "device",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "env_id": {"type": "string", "minLength": 1},
+        "algorithm": {"type": "string", "pattern": "^[a-z0-9_%-]+$"},
+        "seed": {"type": "integer"},
+        "config": {"type": "object"},
+        "initial_eval": _EVALUATION,
+        "final_eval": _EVALUATION,
+        "curves": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["step"],
+                "properties": {"step": {"type": "integer", "minimum": 0}},
+                "additionalProperties": {"type": "number"},
+            },
+        },
+        "wall_time_s": {"type": "number", "minimum": 0},
+        "tokens_per_s": {"type": "number", "minimum": 0},
+        "episodes_per_s": {"type": "number", "minimum": 0},
+        "peak_memory_mb": {"type": "number", "minimum": 0},
+        "checkpoint": {"type": ["string", "null"]},
+        "versions": {"type": "object", "required": ["lm_gym", "python"], "additionalProperties": {"type": "string"}},
+        "git_commit": {"type": ["string", "null"]},
+        "created": {"type": "string", "format": "date-time"},
+        "device": {"type": "string"},
+    },
+}
+
+
+class ResultFormatError(LMGymError, ValueError):
+    """A ``result.json`` that does not follow :data:`RESULT_SCHEMA`."""
+
+
+def summarize_episodes(returns: Sequence[float], metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The evaluation of a run from episode returns and the episodes' ``info["metrics"]``.
+
+    ``metrics[i]`` is episode ``i``'s metrics dict (may be empty); each numeric key becomes
+    ``mean_<key>``, averaged over the episodes that report it.
+    """
+    if not len(returns):
+        raise ValueError("an evaluation needs at least one episode")
+    mean = math.fsum(returns) / len(returns)
+    summary: dict[str, float] = {
+        "num_episodes": len(returns),
+        "mean_return": mean,
+        "std_return": math.sqrt(math.fsum((r - mean) ** 2 for r in returns) / len(returns)),
+    }
+    values: dict[str, list[float]] = {}
+    for episode in metrics:
+        for key, value in episode.items():
+            if isinstance(value, numbers.Real) and not isinstance(value, bool):
+                values.setdefault(f"mean_{key}", []).append(float(value))
+    for key, column in values.items():
+        summary.setdefault(key, math.fsum(column) / len(column))
+    return summary
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of Python and the libraries a result depends on."""
+    versions = {"python": platform.python_version()}
+    for package in _VERSIONED_PACKAGES:
+        try:
+            versions[package.replace("-", "_")] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    versions.setdefault("lm_gym", "unknown")
+    return versions
+
+
+def git_commit(directory: str | Path | None = None) -> str | None:
+    """The commit of the git checkout holding ``directory`` (default: lm-gym's source), or None."""
+    directory = Path(directory or Path(__file__).resolve().parent)
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=directory, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("-dirty" if status.stdout.strip() else "")
+
+
+def make_result(
+    *,
+    env_id: str,
+    algorithm: str,
+    seed: int,
+    config: Mapping[str, Any],
+    initial_eval: Mapping[str, float] | None,
+    final_eval: Mapping[str, float] | None,
+    curves: Sequence[Mapping[str, Any]],
+    wall_time_s: float,
+    tokens_per_s: float,
+    episodes_per_s: float,
+    peak_memory_mb: float,
+    checkpoint: str | None,
+    device: str,
+) -> dict[str, Any]:
+    """A result with the bookkeeping fields filled in (schema version, versions, commit, time)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "env_id": env_id,
+        "algorithm": algorithm,
+        "seed": seed,
+        "config": dict(config),
+        "initial_eval": None if initial_eval is None else dict(initial_eval),
+        "final_eval": None if final_eval is None else dict(final_eval),
+        "curves": [dict(row) for row in curves],
+        "wall_time_s": wall_time_s,
+        "tokens_per_s": tokens_per_s,
+        "episodes_per_s": episodes_per_s,
+        "peak_memory_mb": peak_memory_mb,
+        "checkpoint": checkpoint,
+        "versions": library_versions(),
+        "git_commit": git_commit(),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": device,
+    }
+
+
+def validate_result(result: Any) -> None:
+    """Raise :class:`ResultFormatError` listing every way ``result`` breaks the format."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(RESULT_SCHEMA, format_checker=jsonschema.FormatChecker())
+    problems = [f"{'/'.join(map(str, error.absolute_path)) or '<root>'}: {error.message}" for error in validator.iter_errors(result)]
+    if isinstance(result, dict):
+        problems += [f"{path}: {value!r} is not finite" for path, value in _non_finite(result)]
+        initial, final = result.get("initial_eval"), result.get("final_eval")
+        if isinstance(initial, dict) and isinstance(final, dict) and set(initial) != set(final):
+            problems.append(f"initial_eval and final_eval name different metrics: {sorted(set(initial) ^ set(final))}")
+        if (initial is None) != (final is None):
+            problems.append("initial_eval and final_eval must both be evaluations or both be null")
+        checkpoint = result.get("checkpoint")
+        if isinstance(checkpoint, str) and (PurePosixPath(checkpoint).is_absolute() or ".." in PurePosixPath(checkpoint).parts):
+            problems.append(f"checkpoint: {checkpoint!r} must be a path relative to the result's folder, inside it")
+    if problems:
+        raise ResultFormatError("invalid run result:\n  " + "\n  ".join(problems[:20]))
+
+
+def write_result(out_dir: str | Path, result: Mapping[str, Any]) -> Path:
+    """Validate ``result`` and write ``out_dir/result.json`` atomically; returns its path."""
+    validate_result(dict(result))
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / (RESULT_FILE + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, out_dir / RESULT_FILE)
+    return out_dir / RESULT_FILE
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    """Read and validate a ``result.json`` (or the one inside a run folder)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULT_FILE
+    try:
+        result = json.loads(path.read_text(), parse_constant=_refuse_constant)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as error:
+        raise ResultFormatError(f"cannot read {path}: {error}") from None
+    validate_result(result)
+    return result
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _non_finite(value: Any, path: str = "") -> list[tuple[str, float]]:
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [(path or "<root>", value)]
+    if isinstance(value, dict):
+        return [item for key, inner in value.items() for item in _non_finite(inner, f"{path}/{key}".lstrip("/"))]
+    if isinstance(value, (list, tuple)):
+        return [item for index, inner in enumerate(value) for item in _non_finite(inner, f"{path}/{index}".lstrip("/"))]
+    return []

@@ -1,0 +1,68 @@
+"""The run-result format (lm_gym.results): evaluation summaries, the validator, atomic writing."""
+
+import copy
+import json
+import math
+
+import pytest
+
+from lm_gym.results import ResultFormatError, load_result, make_result, summarize_episodes, validate_result, write_result
+
+
+def test_summarize_episodes_names_every_metric_mean_key():
+    summary = summarize_episodes([1.0, 3.0], [{"sentiment": 0.5, "num_words": 4}, {"sentiment": 1.0, "num_words": 6, "label": "x"}])
+    assert summary == {"num_episodes": 2, "mean_return": 2.0, "std_return": 1.0, "mean_sentiment": 0.75, "mean_num_words": 5.0}
+    with pytest.raises(ValueError):
+        summarize_episodes([], [])
+
+
+@pytest.fixture
+def result():
+    evaluation = summarize_episodes([0.5, 0.7], [{"sentiment": 0.5}, {"sentiment": 0.7}])
+    return make_result(
+        env_id="lm_gym/IMDB-v0", algorithm="ppo", seed=1, config={"lr": 1e-4}, initial_eval=evaluation,
+        final_eval={**evaluation, "mean_return": 0.9}, curves=[{"step": 1, "kl": 0.1}], wall_time_s=3.0,
+        tokens_per_s=100.0, episodes_per_s=2.0, peak_memory_mb=512.0, checkpoint="checkpoint", device="cpu",
+    )
+
+
+def test_a_made_result_validates_and_round_trips(result, tmp_path):
+    path = write_result(tmp_path, result)
+    assert load_result(tmp_path) == load_result(path) == json.loads(json.dumps(result))
+    assert result["versions"]["lm_gym"] and result["versions"]["torch"] and result["schema_version"] == 1
+    assert not (tmp_path / "result.json.tmp").exists()
+
+
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        (lambda r: r.pop("final_eval"), "'final_eval' is a required property"),
+        (lambda r: r["final_eval"].pop("mean_sentiment"), "name different metrics"),
+        (lambda r: r["final_eval"].update(mean_return=math.nan), "not finite"),
+        (lambda r: r["curves"].append({"kl": 1.0}), "'step' is a required property"),
+        (lambda r: r.update(checkpoint="/abs/checkpoint"), "relative"),
+        (lambda r: r.update(checkpoint="../elsewhere"), "relative"),
+        (lambda r: r.update(seed="1"), "is not of type 'integer'"),
+        (lambda r: r.update(initial_eval=None), "both be evaluations or both be null"),
+        (lambda r: r.update(extra=1), "Additional properties"),
+        (lambda r: r["final_eval"].update(sentiment=0.5), "does not match"),
+    ],
+)
+def test_the_validator_names_what_is_wrong(result, spoil, message):
+    spoiled = copy.deepcopy(result)
+    spoil(spoiled)
+    with pytest.raises(ResultFormatError, match=message):
+        validate_result(spoiled)
+
+
+def test_write_refuses_an_invalid_result_and_load_refuses_nan(result, tmp_path):
+    with pytest.raises(ResultFormatError):
+        write_result(tmp_path, {**result, "wall_time_s": -1.0})
+    assert not (tmp_path / "result.json").exists()
+    (tmp_path / "result.json").write_text(json.dumps({**result, "tokens_per_s": math.nan}))
+    with pytest.raises(ResultFormatError, match="NaN"):
+        load_result(tmp_path)
+
+
+def test_evaluations_may_both_be_null(result):
+    validate_result({**result, "initial_eval": None, "final_eval": None})
