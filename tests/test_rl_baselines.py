@@ -1,6 +1,5 @@
 """Smoke trainings of the RL baselines (PPO, NLPO): IMDB and Wordle, causal and seq2seq."""
 
-import json
 import math
 
 import pytest

@@ -1,6 +1,5 @@
 """Smoke trainings of the supervised warm start (baselines/sft.py) and its hand-over to PPO."""
 
-import json
 import math
 
 import pytest
