@@ -5,14 +5,18 @@ Two classifiers, one interface:
 * :class:`ClassifierSentimentReward` — any ``transformers`` sequence classifier, by hub
   name (RL4LMs used ``lvwerra/distilbert-imdb``) or local directory.
 * :class:`NgramSentimentReward` — a bag-of-n-grams linear classifier (fastText-style:
-  hashed word unigrams and bigrams, mean-pooled embeddings) that lm-gym trains in seconds on
-  a task's labelled training text and caches, so the reward works with no hub.
+  hashed word unigrams and bigrams, mean-pooled embeddings) that lm-gym trains on a task's
+  labelled training text and caches, so the reward works with no hub. Training (10 epochs of
+  sparse Adagrad) takes about 3 s on the synthetic IMDB corpus (4,000 reviews) and about 35 s
+  on 20,000 real reviews on 2 CPU cores, once: a progress bar shows it in a terminal, and the
+  model is cached under ``$LM_GYM_CACHE/reward_models``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import warnings
 import zlib
@@ -23,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
 from lm_gym.core.cache import cached_directory
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
@@ -129,6 +134,14 @@ def pack_bags(bags: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor
     return flat, offsets
 
 
+def gather_bags(all_ids: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The packed ``(flat_ids, offsets)`` of bags ``batch`` out of all bags packed by :func:`pack_bags`."""
+    batch_lengths = lengths[batch]
+    offsets = torch.cumsum(batch_lengths, 0) - batch_lengths
+    within = torch.arange(int(batch_lengths.sum())) - torch.repeat_interleave(offsets, batch_lengths)
+    return all_ids[torch.repeat_interleave(starts[batch], batch_lengths) + within], offsets
+
+
 class NgramSentimentClassifier(nn.Module):
     """Linear classifier over mean-pooled hashed n-gram embeddings (two logits)."""
 
@@ -171,18 +184,22 @@ def train_ngram_classifier(
     model = NgramSentimentClassifier(num_buckets)
     optimizer = torch.optim.Adagrad(model.parameters(), lr=learning_rate)
     targets = torch.tensor(list(labels), dtype=torch.long)
-    bags = [ngram_ids(text, num_buckets) for text in texts]  # hashed once, not every epoch
+    all_ids, starts = pack_bags([ngram_ids(text, num_buckets) for text in texts])  # hashed once, not every epoch
+    lengths = torch.diff(starts, append=torch.tensor([len(all_ids)]))
+    progress = tqdm(total=epochs * math.ceil(len(texts) / batch_size), desc="training the offline sentiment reward", unit="batch", disable=None)
     for _ in range(epochs):
         order = torch.randperm(len(texts), generator=generator)
         for start in range(0, len(texts), batch_size):
+            progress.update()
             batch = order[start : start + batch_size]
-            logits = model(*pack_bags([bags[i] for i in batch]))
+            logits = model(*gather_bags(all_ids, starts, lengths, batch))
             loss = nn.functional.cross_entropy(logits, targets[batch])
             optimizer.zero_grad()
             loss.backward()
             with warnings.catch_warnings():  # torch warns once that it skips sparse-tensor checks
                 warnings.filterwarnings("ignore", message="Sparse invariant checks")
                 optimizer.step()
+    progress.close()
     return model.eval()
 
 
