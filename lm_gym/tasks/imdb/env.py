@@ -39,11 +39,14 @@ class IMDBEnv(SingleTurnTextEnv):
     A non-``str`` action or one longer than 2,048 characters raises
     ``lm_gym.core.errors.InvalidActionError``. An empty continuation is allowed and scored
     like any other text. At ``action_level="token"`` the action is a token id
-    (``Discrete(vocab_size)``), see ``lm_gym.core.TokenLevel``; the continuation ends at EOS
-    or after ``max_new_tokens`` (default 48) tokens. RL4LMs' protocol generates exactly 48
-    tokens (EOS suppressed before then); ``generation_defaults = {"min_new_tokens": 48}``
-    tells generating policies (lm-gym's baselines follow it) so that the reward cannot be won
-    by ending the continuation after one positive word.
+    (``Discrete(vocab_size)``), see ``lm_gym.core.TokenLevel``; the continuation ends at EOS,
+    after ``max_new_tokens`` (default 48) tokens, or at 2,048 characters. RL4LMs' protocol
+    generates exactly 48 tokens (EOS suppressed before then): ``generation_defaults =
+    {"min_new_tokens": 48}`` tells generating policies (lm-gym's baselines follow it), and the
+    token-level MDP enforces it: before 48 tokens EOS is masked in ``info["action_mask"]``
+    (and ``env.unwrapped.action_masks()``) and, if played anyway, ends the continuation with
+    the reward minus ``early_eos_penalty`` (default 1). So the reward cannot be won by ending
+    the continuation after one positive word.
 
     ## Observation Space
     ``Text(max_length=16384)``: at reset, the first half of the review's words; after the
@@ -76,10 +79,14 @@ class IMDBEnv(SingleTurnTextEnv):
     | ``reward_device`` | ``None`` | device of a ``transformers`` classifier (default CUDA when available) |
     | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
     | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None`` trains a byte-level BPE on the source's train split (cached) |
+    | ``max_prompt_length``, ``max_new_tokens`` | ``64``, ``48`` | token level: prompt tokens kept (the last ones), continuation length limit |
+    | ``min_new_tokens``, ``early_eos_penalty`` | ``48``, ``1.0`` | token level: EOS masked before this many tokens (lowered to ``max_new_tokens`` if that is smaller), and the penalty for playing it anyway |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the current text |
 
-    Offline, ``source="synthetic"`` builds everything with no network; the default
-    ``source="hub"`` fails with ``DataUnavailableError`` naming that switch.
+    Offline, ``source="synthetic"`` (``IMDBEnv.offline_kwargs``) builds everything with no
+    network; the default ``source="hub"`` fails at once with ``DataUnavailableError`` naming
+    that switch when the hub is unreachable. Bad arguments raise ``ConfigurationError``
+    naming the argument.
 
     ## Vectorized environment
     ``gymnasium.make_vec("lm_gym/IMDB-v0", num_envs=N, vectorization_mode="vector_entry_point")``
@@ -87,7 +94,9 @@ class IMDBEnv(SingleTurnTextEnv):
     and scores all N continuations with one batched classifier call.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Token level: the continuation also ends at the 2,048-character
+      limit; EOS before ``min_new_tokens`` is masked and penalised; real review text keeps its
+      punctuation (transliterated to ASCII) and loses leftover HTML markup.
     """
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 64, "max_new_tokens": 48}

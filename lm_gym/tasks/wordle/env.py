@@ -44,7 +44,8 @@ class WordleEnv(TextEnv):
     reward ``-unknown_word_penalty``, no feedback, and uses up a turn. Text that is not five
     letters a-z is an invalid guess: reward -1, no feedback, a turn used. A non-``str``
     action or one over 64 characters raises ``InvalidActionError``. At
-    ``action_level="token"``: token ids (``TokenLevel``), at most 8 tokens per guess.
+    ``action_level="token"``: token ids (``TokenLevel``); a guess ends at EOS, after 8 tokens
+    or at 64 characters, so any sequence of token ids plays.
 
     ## Observation Space
     ``Text(max_length=1024)``: the board (see ``lm_gym.tasks.wordle.board``): a header line,
@@ -79,14 +80,20 @@ class WordleEnv(TextEnv):
     | ``max_guesses`` | ``6`` | guesses per game |
     | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
     | ``tokenizer`` | ``None`` | token level: a tokenizer, name or path; ``None`` trains a BPE on Wordle boards |
+    | ``max_prompt_length``, ``max_new_tokens`` | ``128``, ``8`` | token level: board tokens kept (the last ones), tokens per guess |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the board |
 
     ## Vectorized environment
     ``gymnasium.make_vec("lm_gym/Wordle-v0", num_envs=N, vectorization_mode="vector_entry_point")``:
     N games sharing one vocabulary and feedback table.
 
+    Offline by default (``WordleEnv.offline_kwargs`` is empty). Bad arguments raise
+    ``ConfigurationError`` naming the argument; ``reset(options={"answer": w})`` is the only
+    reset option.
+
     ## Version History
-    * v0: initial version.
+    * v0: initial version. Token level: a guess also ends at the 64-character limit. Word
+      files: lines that are not five letters are dropped with a warning.
     """
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 128, "max_new_tokens": 8}
