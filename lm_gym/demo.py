@@ -38,15 +38,15 @@ def play_utterances(env: gymnasium.Env, policy, episodes: int, seed: int) -> np.
 
 def play_random_tokens(env: gymnasium.Env, episodes: int, seed: int) -> tuple[np.ndarray, list[str]]:
     rewards, utterances = [], []
-    env.reset(seed=seed)
+    _, info = env.reset(seed=seed)
     env.action_space.seed(seed)
     for _ in range(episodes):
         terminated = truncated = False
-        while not (terminated or truncated):
-            _, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        while not (terminated or truncated):  # the mask keeps EOS out before the task's minimum length
+            _, reward, terminated, truncated, info = env.step(env.action_space.sample(mask=info["action_mask"]))
         rewards.append(reward)
         utterances.append(info["utterance"])
-        env.reset()
+        _, info = env.reset()
     return np.array(rewards), utterances
 
 
