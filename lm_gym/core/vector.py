@@ -83,7 +83,10 @@ class TextVectorEnv(VectorEnv):
             return [None] * self.num_envs
         if is_integer(seed):
             return [check_seed(seed) + i for i in range(self.num_envs)]
-        one_each = seed.shape == (self.num_envs,) if isinstance(seed, np.ndarray) else isinstance(seed, (list, tuple)) and len(seed) == self.num_envs
+        if isinstance(seed, np.ndarray):
+            one_each = seed.shape == (self.num_envs,)
+        else:
+            one_each = isinstance(seed, (list, tuple)) and len(seed) == self.num_envs
         if not one_each:
             raise ConfigurationError(f"seed must be None, a non-negative int or a list of {self.num_envs} such seeds, got {seed!r:.80}")
         return [check_seed(s) for s in seed]

@@ -77,7 +77,8 @@ class ClassifierSentimentReward:
             self.tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
             model = AutoModelForSequenceClassification.from_pretrained(model_name_or_path)
         except OSError as error:
-            raise DataUnavailableError(f"could not load the sentiment classifier {model_name_or_path!r} ({error}). {offline_hint}") from error
+            message = f"could not load the sentiment classifier {model_name_or_path!r} ({error}). {offline_hint}"
+            raise DataUnavailableError(message) from error
         self.model = model.to(self.device).eval()
         self.positive_index = _positive_index(model.config.id2label, positive_label)
         self.batch_size = batch_size
@@ -134,7 +135,9 @@ def pack_bags(bags: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor
     return flat, offsets
 
 
-def gather_bags(all_ids: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def gather_bags(
+    all_ids: torch.Tensor, starts: torch.Tensor, lengths: torch.Tensor, batch: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The packed ``(flat_ids, offsets)`` of bags ``batch`` out of all bags packed by :func:`pack_bags`."""
     batch_lengths = lengths[batch]
     offsets = torch.cumsum(batch_lengths, 0) - batch_lengths
@@ -186,7 +189,8 @@ def train_ngram_classifier(
     targets = torch.tensor(list(labels), dtype=torch.long)
     all_ids, starts = pack_bags([ngram_ids(text, num_buckets) for text in texts])  # hashed once, not every epoch
     lengths = torch.diff(starts, append=torch.tensor([len(all_ids)]))
-    progress = tqdm(total=epochs * math.ceil(len(texts) / batch_size), desc="training the offline sentiment reward", unit="batch", disable=None)
+    steps = epochs * math.ceil(len(texts) / batch_size)
+    progress = tqdm(total=steps, desc="training the offline sentiment reward", unit="batch", disable=None)  # terminals only
     for _ in range(epochs):
         order = torch.randperm(len(texts), generator=generator)
         for start in range(0, len(texts), batch_size):

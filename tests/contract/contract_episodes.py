@@ -85,6 +85,14 @@ class Player:
         self.rng = np.random.default_rng(seed)
         self.pending: list[int] = []
 
+    def act(self, env, level: str, kind: str, observation: Any) -> Any:
+        """The next action for ``env`` (a list of utterances for a vector env)."""
+        if kind == "vector":
+            return [self.utterance(o, env.single_action_space.max_length) for o in observation]
+        if level == "token":
+            return self.token(env, observation)
+        return self.utterance(observation, env.action_space.max_length)
+
     def utterance(self, observation: str, max_length: int) -> str:
         return self._text(observation)[:max_length]
 
@@ -126,12 +134,7 @@ def play(env, level: str, kind: str, seed: int, steps: int | None = None, policy
     records.append(to_data(("reset", observation, info)))
     for _ in range(steps):
         assert env.observation_space.contains(observation), f"observation outside the observation space: {observation!r:.200}"
-        if kind == "vector":
-            action = [player.utterance(o, env.single_action_space.max_length) for o in observation]
-        elif level == "token":
-            action = player.token(env, observation)
-        else:
-            action = player.utterance(observation, env.action_space.max_length)
+        action = player.act(env, level, kind, observation)
         observation, reward, terminated, truncated, info = env.step(action)
         assert np.all(np.isfinite(reward)), f"reward {reward!r} is not finite"
         records.append(to_data(("step", action, observation, reward, terminated, truncated, info)))

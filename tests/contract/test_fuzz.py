@@ -76,13 +76,7 @@ def trial(env, level: str, kind: str, seed: int, interrupt_at: int, interrupt=No
     for step in range(steps):
         if step == interrupt_at and interrupt is not None:
             interrupt(env)
-        if kind == "vector":
-            action = [player.utterance(o, env.single_action_space.max_length) for o in observation]
-        elif level == "token":
-            action = player.token(env, observation)
-        else:
-            action = player.utterance(observation, env.action_space.max_length)
-        observation, reward, terminated, truncated, info = env.step(action)
+        observation, reward, terminated, truncated, info = env.step(player.act(env, level, kind, observation))
         records.append(to_data((observation, reward, terminated, truncated, info)))
         if kind == "scalar" and (terminated or truncated):
             observation, info = env.reset()
