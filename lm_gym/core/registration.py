@@ -16,7 +16,7 @@ import gymnasium
 
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import TextEnv
-from lm_gym.core.token_level import TokenLevel, check_tokenizer
+from lm_gym.core.token_level import TokenLevel
 from lm_gym.core.tokenizer import load_tokenizer, train_tokenizer
 from lm_gym.core.validation import check_choice, is_integer
 from lm_gym.core.vector import TextVectorEnv
@@ -73,13 +73,16 @@ def make_env(env_id: str, *, action_level: str = "utterance", **kwargs: Any) -> 
 
 
 def resolve_tokenizer(env: TextEnv, tokenizer: Any):
-    """A tokenizer object from a name/path, an object, or ``None`` (train on the task's text)."""
+    """A tokenizer object from a name/path, ``None`` (train on the task's text), or the object itself.
+
+    ``TokenLevel`` checks that the object works as a tokenizer.
+    """
     if tokenizer is None:
         key, corpus = env.tokenizer_corpus()
         return train_tokenizer(corpus, key)
     if isinstance(tokenizer, str):
         return load_tokenizer(tokenizer)
-    return check_tokenizer(tokenizer)
+    return tokenizer
 
 
 def make_vector_env(
