@@ -24,7 +24,7 @@ def token_env():
 
 def test_token_level_steps_per_second(benchmark, token_env):
     rng = np.random.default_rng(0)
-    eos = token_env.env.env.eos_token_id
+    eos = token_env.unwrapped.eos_token_id
     actions = rng.integers(0, token_env.action_space.n, size=STEPS_PER_ROUND)
     actions[actions == eos] = eos + 1
 
