@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
 from lm_gym.core.validation import is_integer
-from lm_gym.rewards.sentiment import ClassifierSentimentReward, NgramSentimentReward, check_device
+from lm_gym.rewards.classifiers import check_device
+from lm_gym.rewards.sentiment import ClassifierSentimentReward, NgramSentimentReward
 from lm_gym.tasks.imdb.data import load_reviews
 
 HUB_CLASSIFIER = "lvwerra/distilbert-imdb"
