@@ -65,6 +65,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
 import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.registration import resolve_tokenizer
+from lm_gym.core.vector import episode_info
 from lm_gym.results import make_result, summarize_episodes, write_result
 
 
@@ -229,9 +230,11 @@ def env_kwargs_for(env_id: str, env_kwargs: dict, split: str) -> dict:
 # ---- batches of token sequences ---------------------------------------------------------
 
 
-def encode_prompts(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
-    """Prompt tokens, keeping the last ``max_length`` (as lm-gym's TokenLevel wrapper)."""
-    return [ids[-max_length:] for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+def encode_prompts(tokenizer, texts: list[str], max_length: int, side: str = "left") -> list[list[int]]:
+    """Prompt tokens cut to ``max_length`` as lm-gym's TokenLevel does: ``side="left"`` drops the first
+    tokens (keeps the end), ``"right"`` the last (CNN/DailyMail keeps the article's start)."""
+    ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    return [row[-max_length:] if side == "left" else row[:max_length] for row in ids]
 
 
 def pad(rows: list[list[int]], pad_id: int, side: str, device: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -389,11 +392,11 @@ def mask_of(mask_model, queries, query_mask, responses, response_mask, is_seq2se
 
 
 def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths: dict, is_seq2seq: bool, sample: bool, temperature: float, device: str, on_turn=None, mask_model=None, top_p: float = 1.0):
-    """Each sub-env plays one episode per round until ``num_episodes``; returns (returns, metrics dicts).
+    """Each sub-env plays one episode per round until ``num_episodes``; returns (returns, metrics dicts, final infos).
 
     ``on_turn(env_indices, queries, responses, rewards, dones)`` sees every generated turn.
     """
-    returns, metrics = [], []
+    returns, metrics, finals = [], [], []
     round_index = 0
     while len(returns) < num_episodes:
         observations, _ = venv.reset(seed=seed + round_index * venv.num_envs)
@@ -402,7 +405,7 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths:
         totals = np.zeros(venv.num_envs)
         while active.any():
             indices = np.flatnonzero(active)
-            queries = encode_prompts(tokenizer, [observations[i] for i in indices], lengths["max_prompt_length"])
+            queries = encode_prompts(tokenizer, [observations[i] for i in indices], lengths["max_prompt_length"], lengths.get("prompt_truncation_side", "left"))
             responses = generate(model, tokenizer, queries, lengths, is_seq2seq, sample, temperature, device, mask_model, top_p)
             texts = tokenizer.batch_decode(responses, skip_special_tokens=True)
             actions = [""] * venv.num_envs  # finished envs: NextStep autoreset ignores their action
@@ -416,22 +419,27 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths:
             for i in indices[dones[indices]]:
                 active[i] = False
                 returns.append(float(totals[i]))
+                finals.append(episode_info(infos, i))
                 if "metrics" in infos:
                     metrics.append({key: float(values[i]) for key, values in infos["metrics"].items() if not key.startswith("_")})
-    return np.array(returns[:num_episodes]), metrics[:num_episodes]
+    return np.array(returns[:num_episodes]), metrics[:num_episodes], finals[:num_episodes]
 
 
-def evaluate(eval_env, model, mask_model, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
+def evaluate(eval_env, model, mask_model, reference, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
     """Episodes of the validation split played by the masked policy (the policy within the mask
     model's top-p sets). Every evaluation of a run plays the same episodes with the same random
-    numbers (a fixed seed in a forked RNG, so training's random streams are untouched)."""
+    numbers (a fixed seed in a forked RNG, so training's random streams are untouched). The task's
+    corpus metrics include perplexities under the frozen ``reference`` (a causal LM)."""
     with torch.random.fork_rng(devices=[device] if device.startswith("cuda") else []):
         torch.manual_seed(args.seed)
-        returns, metrics = play_episodes(
+        returns, metrics, finals = play_episodes(
             eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
             sample=not args.eval_greedy, temperature=args.temperature, device=device, mask_model=mask_model, top_p=args.top_p,
         )
-    return summarize_episodes(returns, metrics)
+        # corpus metrics (BLEU, CIDEr, diversity, ...); perplexities under the frozen reference model
+        language_model = None if is_seq2seq else (reference, tokenizer)
+        corpus = eval_env.envs[0].corpus_metrics(finals, language_model=language_model)
+    return summarize_episodes(returns, metrics, corpus)
 
 
 def format_eval(evaluation: dict) -> str:
@@ -517,7 +525,7 @@ def main(args: Args) -> dict:
         f"writing to {out_dir}"
     )
     if not resuming:  # the starting policy, evaluated exactly as the final one
-        initial_eval = evaluate(eval_env, policy, mask_model, tokenizer, args, lengths, is_seq2seq, device)
+        initial_eval = evaluate(eval_env, policy, mask_model, reference, tokenizer, args, lengths, is_seq2seq, device)
     generated_tokens, rollout_seconds = 0, 0.0
     progress = tqdm(range(first_iteration, args.iterations + 1), desc="nlpo", unit="it", initial=first_iteration - 1, total=args.iterations)
     for iteration in progress:
@@ -532,7 +540,7 @@ def main(args: Args) -> dict:
             segments.extend(zip(indices.tolist(), queries, responses, rewards.tolist(), dones.tolist(), strict=True))
 
         with autocast:
-            episode_returns, episode_metrics = play_episodes(
+            episode_returns, episode_metrics, _ = play_episodes(
                 train_env, policy, tokenizer, args.num_envs, args.seed * 1_000_003 + iteration * args.num_envs,
                 lengths, is_seq2seq, True, args.temperature, device, on_turn=record,
                 mask_model=mask_model, top_p=args.top_p,
@@ -648,7 +656,7 @@ def main(args: Args) -> dict:
         out_of_time = args.time_limit_minutes is not None and time.time() - start_time > 60 * args.time_limit_minutes
         last_iteration = iteration == args.iterations or out_of_time
         if (args.eval_every and iteration % args.eval_every == 0) or last_iteration:
-            row.update({f"eval/{key}": value for key, value in evaluate(eval_env, policy, mask_model, tokenizer, args, lengths, is_seq2seq, device).items()})
+            row.update({f"eval/{key}": value for key, value in evaluate(eval_env, policy, mask_model, reference, tokenizer, args, lengths, is_seq2seq, device).items()})
         curves.append(row)
         progress.set_postfix(ret=f"{row['mean_return']:.3f}", kl=f"{mean_kl:.2f}")
         if args.track:

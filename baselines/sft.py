@@ -55,6 +55,7 @@ from tqdm.auto import tqdm
 
 import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.registration import resolve_tokenizer
+from lm_gym.core.vector import episode_info
 from lm_gym.results import make_result, summarize_episodes, write_result
 
 DEFAULT_MODEL_CONFIG = '{"model_type": "gpt2", "n_layer": 2, "n_embd": 128, "n_head": 4}'
@@ -211,13 +212,14 @@ def set_rng_state(state: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------------
 # data: demonstrations -> token ids -> padded batches
 # ---------------------------------------------------------------------------------------------
-def encode_prompts(tokenizer, texts: list[str], max_prompt_length: int) -> list[list[int]]:
-    """Observation tokens (no special tokens), keeping the last ``max_prompt_length``.
+def encode_prompts(tokenizer, texts: list[str], max_prompt_length: int, side: str = "left") -> list[list[int]]:
+    """Observation tokens (no special tokens) cut to ``max_prompt_length`` as TokenLevel does: ``side="left"``
+    keeps the last tokens, ``"right"`` the first (the task's ``prompt_truncation_side``, CNN/DailyMail: right).
 
     An empty prompt becomes ``[EOS]`` so that a causal model always has a token to start from.
     """
     ids = tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
-    return [list(x[-max_prompt_length:]) or [tokenizer.eos_token_id] for x in ids]
+    return [list(x[-max_prompt_length:] if side == "left" else x[:max_prompt_length]) or [tokenizer.eos_token_id] for x in ids]
 
 
 def encode_targets(tokenizer, texts: list[str], max_new_tokens: int) -> list[list[int]]:
@@ -306,14 +308,14 @@ def check_positions(model, max_prompt_length: int, max_new_tokens: int) -> None:
 @torch.no_grad()
 def generate_utterances(
     model, tokenizer, observations: list[str], max_prompt_length: int, max_new_tokens: int, min_new_tokens: int = 0,
-    sample: bool = False, bf16: bool = False,
+    sample: bool = False, bf16: bool = False, truncation_side: str = "left",
 ) -> list[str]:
     """Sampled (temperature 1) or greedy utterances for a batch of observation texts (left-padded prompts, KV cache).
 
     ``min_new_tokens``: the task's generation protocol (``generation_defaults``), EOS suppressed before then.
     """
     device = next(model.parameters()).device
-    prompts = encode_prompts(tokenizer, observations, max_prompt_length)
+    prompts = encode_prompts(tokenizer, observations, max_prompt_length, truncation_side)
     input_ids = pad(prompts, tokenizer.pad_token_id, "left").to(device)
     attention_mask = pad([[1] * len(p) for p in prompts], 0, "left").to(device)
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
@@ -336,17 +338,19 @@ def generate_utterances(
     return utterances
 
 
-def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, min_new_tokens: int, sample: bool, bf16: bool) -> dict[str, float]:
+def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, min_new_tokens: int, sample: bool, bf16: bool, truncation_side: str = "left") -> dict[str, float]:
     """Play ``num_episodes`` episodes (sampled or greedy), each sub-env one episode per round.
 
     Episode j is reset with seed ``seed + j``. Returns ``mean_return``, ``std_return``,
-    ``num_episodes`` and ``mean_<key>`` of every numeric key of ``info["metrics"]`` (``lm_gym.results``).
+    ``num_episodes``, ``mean_<key>`` of every numeric key of ``info["metrics"]`` and ``corpus_<key>`` of the
+    task's corpus metrics (``env.corpus_metrics``: BLEU, CIDEr, diversity, ...; see ``lm_gym.results``).
     """
     was_training = model.training
     model.eval()
     max_chars = venv.single_action_space.max_length
     returns: list[float] = []
     metrics: list[dict[str, float]] = []
+    finals: list[dict] = []  # each counted episode's final info, for the task's corpus metrics
     for first in range(0, num_episodes, venv.num_envs):
         observations, _ = venv.reset(seed=seed + first)
         counted = min(venv.num_envs, num_episodes - first)  # sub-envs beyond this play seeds we don't need
@@ -355,7 +359,8 @@ def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_le
         for _ in range(EVAL_MAX_TURNS):
             indices = np.flatnonzero(active)
             texts = generate_utterances(
-                model, tokenizer, [observations[i] for i in indices], max_prompt_length, max_new_tokens, min_new_tokens, sample, bf16
+                model, tokenizer, [observations[i] for i in indices], max_prompt_length, max_new_tokens, min_new_tokens, sample, bf16,
+                truncation_side,
             )
             actions = [""] * venv.num_envs  # finished sub-envs: autoreset ignores their action
             for i, text in zip(indices, texts, strict=True):
@@ -367,6 +372,7 @@ def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_le
                 if i >= counted:
                     continue
                 returns.append(float(episode_return[i]))
+                finals.append(episode_info(infos, i))
                 episode_metrics = infos["metrics"] if "metrics" in infos and infos["_metrics"][i] else {}
                 metrics.append({key: values[i] for key, values in episode_metrics.items() if not key.startswith("_") and episode_metrics["_" + key][i]})
             active &= ~finished
@@ -375,7 +381,7 @@ def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_le
         else:
             raise RuntimeError(f"evaluation episodes still running after {EVAL_MAX_TURNS} turns")
     model.train(was_training)
-    return summarize_episodes(returns, metrics)
+    return summarize_episodes(returns, metrics, venv.envs[0].corpus_metrics(finals))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,7 +446,8 @@ def main(args: Args) -> dict[str, Any]:
     max_prompt_length = args.max_prompt_length or task.token_level_defaults["max_prompt_length"]
     max_new_tokens = args.max_new_tokens or task.token_level_defaults["max_new_tokens"]
     min_new_tokens = min(task.generation_defaults.get("min_new_tokens", 0), max_new_tokens)  # for evaluation
-    prompts = encode_prompts(tokenizer, [obs for obs, _ in demonstrations], max_prompt_length)
+    truncation_side = task.token_level_defaults.get("prompt_truncation_side", "left")
+    prompts = encode_prompts(tokenizer, [obs for obs, _ in demonstrations], max_prompt_length, truncation_side)
     targets = encode_targets(tokenizer, [utterance for _, utterance in demonstrations], max_new_tokens)
 
     # ---- model, optimizer, schedule ----
@@ -496,7 +503,7 @@ def main(args: Args) -> dict[str, Any]:
             torch.manual_seed(args.eval_seed)
             return evaluate(
                 model, tokenizer, venv, args.eval_episodes, args.eval_seed, max_prompt_length, max_new_tokens, min_new_tokens,
-                not args.eval_greedy, args.bf16,
+                not args.eval_greedy, args.bf16, truncation_side,
             )
 
     writer = None

@@ -32,8 +32,10 @@ field                  content
 An evaluation is ``{"num_episodes": int, "mean_return": float, "std_return": float,
 "mean_<metric>": float, ...}``, one ``mean_<metric>`` per numeric key of the task's
 ``info["metrics"]`` (IMDB: ``mean_sentiment``, ``mean_num_words``; Wordle: ``mean_solved``,
-``mean_num_guesses``, ...). :func:`summarize_episodes` computes it, so every algorithm
-reports the same names. Numbers are finite (the file is written with ``allow_nan=False``).
+``mean_num_guesses``, ...), and one ``corpus_<metric>`` per metric of the whole set of
+episodes (``env.unwrapped.corpus_metrics``: ``corpus_bleu``, ``corpus_cider``,
+``corpus_distinct_2``, ``corpus_perplexity_generations``, ...). :func:`summarize_episodes`
+computes it, so every algorithm reports the same names. Numbers are finite (the file is written with ``allow_nan=False``).
 
 Use :func:`make_result` to fill the bookkeeping fields, :func:`write_result` to validate and
 write atomically, :func:`load_result` / :func:`validate_result` to read and check.
@@ -67,7 +69,7 @@ _EVALUATION = {  # null: the run did not evaluate (the object keywords apply to 
         "mean_return": {"type": "number"},
         "std_return": {"type": "number", "minimum": 0},
     },
-    "propertyNames": {"pattern": "^(num_episodes|mean_[A-Za-z0-9_]+|std_return)$"},
+    "propertyNames": {"pattern": "^(num_episodes|mean_[A-Za-z0-9_]+|corpus_[A-Za-z0-9_]+|std_return)$"},
     "additionalProperties": {"type": "number"},
 }
 
@@ -116,11 +118,14 @@ class ResultFormatError(LMGymError, ValueError):
     """A ``result.json`` that does not follow :data:`RESULT_SCHEMA`."""
 
 
-def summarize_episodes(returns: Sequence[float], metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+def summarize_episodes(
+    returns: Sequence[float], metrics: Sequence[Mapping[str, Any]], corpus: Mapping[str, float] | None = None
+) -> dict[str, float]:
     """The evaluation of a run from episode returns and the episodes' ``info["metrics"]``.
 
     ``metrics[i]`` is episode ``i``'s metrics dict (may be empty); each numeric key becomes
-    ``mean_<key>``, averaged over the episodes that report it.
+    ``mean_<key>``, averaged over the episodes that report it. ``corpus`` (the env's
+    ``corpus_metrics`` of the same episodes) becomes ``corpus_<key>``.
     """
     if not len(returns):
         raise ValueError("an evaluation needs at least one episode")
@@ -137,6 +142,7 @@ def summarize_episodes(returns: Sequence[float], metrics: Sequence[Mapping[str, 
                 values.setdefault(f"mean_{key}", []).append(float(value))
     for key, column in values.items():
         summary.setdefault(key, math.fsum(column) / len(column))
+    summary.update({f"corpus_{key}": float(value) for key, value in (corpus or {}).items()})
     return summary
 
 

@@ -128,6 +128,14 @@ class TextEnv(gymnasium.Env[str, str]):
         """A cache key and the texts a task tokenizer is trained on (see ``lm_gym.core.tokenizer``)."""
         raise ConfigurationError(f"{type(self).__name__} has no corpus to train a tokenizer on; pass tokenizer=<name or path>")
 
+    def corpus_metrics(self, episodes: Sequence[dict[str, Any]], language_model: Any = None) -> dict[str, float]:
+        """Metrics of a whole evaluation, beyond the means of the episodes' ``info["metrics"]``.
+
+        ``episodes`` are the final step's ``info`` of each episode; ``language_model`` is a
+        ``(model, tokenizer)`` pair or a causal LM's name/path for perplexities. None here.
+        """
+        return {}
+
     # ---- Gymnasium API ------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         seed = check_seed(seed)
@@ -239,6 +247,31 @@ class SingleTurnTextEnv(TextEnv):
 
     def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, float]:
         return {"reward": float(score), "num_words": len(utterance.split())}
+
+    def corpus_metrics(self, episodes: Sequence[dict[str, Any]], language_model: Any = None) -> dict[str, float]:
+        """Diversity of the utterances (``lm_gym.metrics.diversity``), the task's own corpus metrics
+        (:meth:`_corpus_metrics`) and, with ``language_model``, ``perplexity_generations`` and
+        ``perplexity_references``: perplexity of the utterances and of the first references, each
+        conditioned on its prompt (corpus perplexity, ``lm_gym.metrics.perplexity``).
+        """
+        from lm_gym import metrics
+
+        if not episodes:
+            raise ConfigurationError("corpus_metrics needs at least one episode's final info")
+        prompts = [episode["prompt"] for episode in episodes]
+        utterances = [episode["utterance"] for episode in episodes]
+        references = [list(episode["references"]) for episode in episodes]
+        results = dict(metrics.diversity(utterances))
+        results.update(self._corpus_metrics(prompts, utterances, references))
+        if language_model is not None:
+            model, tokenizer = language_model if isinstance(language_model, tuple) else (language_model, None)
+            for label, texts in (("generations", utterances), ("references", [r[0] for r in references])):
+                results[f"perplexity_{label}"] = metrics.perplexity(texts, model, tokenizer, prefixes=prompts)["perplexity"]
+        return results
+
+    def _corpus_metrics(self, prompts: list[str], utterances: list[str], references: list[list[str]]) -> dict[str, float]:
+        """The task's corpus-level metrics (BLEU, CIDEr, ...); none by default."""
+        return {}
 
     @staticmethod
     def _sample_info(sample: Sample) -> dict[str, Any]:

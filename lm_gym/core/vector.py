@@ -148,3 +148,14 @@ class TextVectorEnv(VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:
             env.close()
+
+
+def episode_info(infos: dict[str, Any], index: int) -> dict[str, Any]:
+    """Sub-env ``index``'s own ``info`` dict out of a vector env's ``infos`` (Gymnasium's
+    ``infos[key]`` array and ``infos["_" + key]`` mask convention, nested dicts included)."""
+    info = {}
+    for key, values in infos.items():
+        if key.startswith("_") or not infos.get("_" + key, np.zeros(index + 1, dtype=bool))[index]:
+            continue
+        info[key] = episode_info(values, index) if isinstance(values, dict) else values[index]
+    return info
