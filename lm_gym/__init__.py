@@ -14,3 +14,6 @@ __version__ = "0.1.0"
 
 register_task("lm_gym/IMDB-v0", "lm_gym.tasks.imdb:IMDBEnv")
 register_task("lm_gym/Wordle-v0", "lm_gym.tasks.wordle:WordleEnv")
+register_task("lm_gym/CommonGen-v0", "lm_gym.tasks.commongen:CommonGenEnv")
+register_task("lm_gym/CNNDailyMail-v0", "lm_gym.tasks.cnn_dailymail:CNNDailyMailEnv")
+register_task("lm_gym/DailyDialog-v0", "lm_gym.tasks.dailydialog:DailyDialogEnv")

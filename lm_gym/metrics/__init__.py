@@ -1,0 +1,42 @@
+"""NLG metrics for rewards and evaluation, computed by the field's libraries, all offline.
+
+Plain functions, batched (one prediction per sample, a list of references per sample):
+METEOR (nltk), ROUGE (rouge-score), BLEU (nltk and SacreBLEU), CIDEr-D (pycocoevalcap),
+BERTScore (bert-score), perplexity (transformers), concept coverage and lexical diversity.
+Word-based metrics share one data-free tokenization, :func:`tokenize`; WordNet comes from
+nltk's data or the system's database (:func:`wordnet`).
+
+The same metrics are ``evaluate`` modules: ``load("rouge").compute(...)``.
+"""
+
+from lm_gym.metrics.bertscore import bertscore
+from lm_gym.metrics.bleu import corpus_bleu, corpus_sacrebleu
+from lm_gym.metrics.cider import CiderD, cider
+from lm_gym.metrics.coverage import concept_coverage
+from lm_gym.metrics.diversity import diversity
+from lm_gym.metrics.meteor import meteor_scores
+from lm_gym.metrics.modules import MODULE_NAMES, load
+from lm_gym.metrics.perplexity import perplexity
+from lm_gym.metrics.rouge import ROUGE_TYPES, corpus_rouge, rouge_scores
+from lm_gym.metrics.tokenization import split_sentences, tokenize
+from lm_gym.metrics.wordnet import wordnet
+
+__all__ = [
+    "MODULE_NAMES",
+    "ROUGE_TYPES",
+    "CiderD",
+    "bertscore",
+    "cider",
+    "concept_coverage",
+    "corpus_bleu",
+    "corpus_rouge",
+    "corpus_sacrebleu",
+    "diversity",
+    "load",
+    "meteor_scores",
+    "perplexity",
+    "rouge_scores",
+    "split_sentences",
+    "tokenize",
+    "wordnet",
+]

@@ -1,0 +1,43 @@
+"""The metrics as ``evaluate`` modules, one directory each: ``modules/<name>/<name>.py``.
+
+``evaluate.load(<directory>)`` loads a module from disk, with no hub access; :func:`load`
+does that by name. Each module's ``_compute`` calls the plain function of
+:mod:`lm_gym.metrics`, and the module's options (``rouge_types``, ``model``, ...) are
+``compute(...)`` keyword arguments, as in ``evaluate``'s own modules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lm_gym.core.validation import check_choice
+
+if TYPE_CHECKING:
+    import datasets
+    import evaluate
+
+MODULES_DIRECTORY = Path(__file__).resolve().parent
+MODULE_NAMES = ("meteor", "rouge", "bleu", "sacrebleu", "cider", "concept_coverage", "diversity", "perplexity", "bertscore")
+
+
+def load(name: str, **kwargs: Any) -> evaluate.EvaluationModule:
+    """``evaluate.load`` of the module ``name`` (one of :data:`MODULE_NAMES`) from this package.
+
+    ``kwargs`` go to ``evaluate.load``; ``keep_in_memory`` defaults to ``True`` here, so that
+    ``compute`` does not write its inputs to an Arrow file under ``~/.cache/huggingface``.
+    """
+    import evaluate
+
+    check_choice("name", name, MODULE_NAMES)
+    kwargs.setdefault("keep_in_memory", True)
+    return evaluate.load(str(MODULES_DIRECTORY / name), **kwargs)
+
+
+def text_features(*reference_columns: str) -> datasets.Features:
+    """``predictions``: a string; each of ``reference_columns``: a sequence of strings (one or more per prediction)."""
+    import datasets
+
+    columns = {"predictions": datasets.Value("string")}
+    columns.update({column: datasets.List(datasets.Value("string")) for column in reference_columns})
+    return datasets.Features(columns)

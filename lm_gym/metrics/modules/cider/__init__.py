@@ -1,0 +1,1 @@
+"""The ``evaluate`` module ``cider`` (a package, so that installs ship its script)."""

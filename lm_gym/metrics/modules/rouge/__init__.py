@@ -1,0 +1,1 @@
+"""The ``evaluate`` module ``rouge`` (a package, so that installs ship its script)."""
