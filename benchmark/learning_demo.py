@@ -1,7 +1,9 @@
-"""Learning demonstration: SFT warm start, then PPO / NLPO, on IMDB (synthetic source) or Wordle.
+"""Learning demonstration: SFT warm start, then PPO / NLPO, on a task's offline source.
 
-For each seed: ``baselines/sft.py`` trains a small causal LM on the task's demonstrations
-(IMDB: the training reviews' second halves; Wordle: information-gain games), then
+Tasks: IMDB, CommonGen, CNN/DailyMail, DailyDialog (``source="synthetic"``) and Wordle.
+For each seed: ``baselines/sft.py`` trains a small LM (causal by default, seq2seq with
+``--model-config '{"model_type": "t5", ...}'``) on the task's demonstrations (the
+references; Wordle: information-gain games), then
 each RL baseline starts from that checkpoint with a wall-time budget. Both RL baselines
 evaluate the starting policy and the final one with the same protocol (samples of the
 policy on the same validation episodes with the same random numbers), so the table shows
@@ -9,6 +11,7 @@ the reward gain, with the final KL to the reference. Runs the baselines as proce
 
     python benchmark/learning_demo.py --task imdb --seeds 1 2 3 --algos ppo nlpo --minutes 15
     python benchmark/learning_demo.py --task wordle --env-kwargs '{"num_answers": 100}' --sft-epochs 10 --seeds 1 --algos ppo --minutes 8
+    python benchmark/learning_demo.py --task commongen --seeds 1 2 --algos ppo --sft-epochs 3 --minutes 7
 """
 
 from __future__ import annotations
@@ -23,7 +26,14 @@ import numpy as np
 from lm_gym.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
-TASKS = {"imdb": ("lm_gym/IMDB-v0", '{"source": "synthetic"}'), "wordle": ("lm_gym/Wordle-v0", "{}")}
+SYNTHETIC = '{"source": "synthetic"}'
+TASKS = {
+    "imdb": ("lm_gym/IMDB-v0", SYNTHETIC),
+    "commongen": ("lm_gym/CommonGen-v0", SYNTHETIC),
+    "cnn_dailymail": ("lm_gym/CNNDailyMail-v0", SYNTHETIC),
+    "dailydialog": ("lm_gym/DailyDialog-v0", SYNTHETIC),
+    "wordle": ("lm_gym/Wordle-v0", "{}"),
+}
 
 
 def run(script: str, *arguments: str) -> dict:
@@ -44,6 +54,7 @@ def main() -> None:
     parser.add_argument("--env-kwargs", help="JSON env arguments instead of the task's default, e.g. '{\"num_answers\": 100}'")
     parser.add_argument("--out-dir", default="runs/learning_demo")
     parser.add_argument("--rl-args", default="", help="extra arguments for the RL baselines, e.g. '--learning-rate 2e-4'")
+    parser.add_argument("--model-config", help="JSON model config for sft.py instead of its default small GPT-2, e.g. a T5")
     args = parser.parse_args()
 
     env_id, env_kwargs = TASKS[args.task]
@@ -52,7 +63,8 @@ def main() -> None:
     gains: dict[str, list[tuple[float, float, float, float]]] = {algo: [] for algo in args.algos}
     for seed in args.seeds:
         sft_dir = f"{out_dir}/sft-seed{seed}"
-        run("sft.py", "--env-id", env_id, "--env-kwargs", env_kwargs, "--seed", str(seed), "--epochs", str(args.sft_epochs), "--out-dir", sft_dir)
+        model = ["--model-config", args.model_config] if args.model_config else []
+        run("sft.py", "--env-id", env_id, "--env-kwargs", env_kwargs, "--seed", str(seed), "--epochs", str(args.sft_epochs), "--out-dir", sft_dir, *model)
         for algo in args.algos:
             result = run(
                 f"{algo}.py", "--env-id", env_id, "--env-kwargs", env_kwargs, "--seed", str(seed), "--init-from", f"{sft_dir}/checkpoint",
@@ -64,12 +76,12 @@ def main() -> None:
             print(f"{algo} seed {seed}: validation reward {start:.3f} -> {end:.3f} (+{end - start:.3f}), "
                   f"KL {result['curves'][-1]['kl']:.2f}, {len(result['curves'])} iterations, {result['wall_time_s'] / 60:.1f} min")
 
-    print(f"\n{'algo':<6}{'SFT start':>16}{'after RL':>16}{'gain':>16}{'KL':>12}{'minutes':>9}  gain >= 0.15 for every seed")
+    print(f"\n{'algo':<6}{'SFT start':>16}{'after RL':>16}{'gain':>16}{'KL':>12}{'minutes':>9}  gain > 0 for every seed")
     for algo, rows in gains.items():
         start, end, kl, minutes = (np.array(column) for column in zip(*rows))
         gain = end - start
         cells = [f"{x.mean():.3f} +- {x.std():.3f}" for x in (start, end, gain)]
-        print(f"{algo:<6}{cells[0]:>16}{cells[1]:>16}{cells[2]:>16}{kl.mean():>12.2f}{minutes.mean():>9.1f}  {bool((gain >= 0.15).all())}")
+        print(f"{algo:<6}{cells[0]:>16}{cells[1]:>16}{cells[2]:>16}{kl.mean():>12.2f}{minutes.mean():>9.1f}  {bool((gain > 0).all())}")
 
 
 if __name__ == "__main__":

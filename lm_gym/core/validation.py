@@ -89,3 +89,24 @@ def check_options(options: Any, allowed: Collection[str]) -> dict[str, Any]:
     if unknown:
         raise ConfigurationError(f"unknown reset option(s) {unknown!r:.80}; this env accepts {sorted(allowed)}")
     return options
+
+
+def check_device(name: str, device: Any) -> str | None:
+    """``device`` as a string if it is ``None`` or a device torch can parse (``"cpu"``, ``"cuda:1"``, a ``torch.device``)."""
+    import torch
+
+    if device is None:
+        return None
+    try:
+        if not isinstance(device, (str, torch.device)):
+            raise TypeError
+        return str(torch.device(device))
+    except (RuntimeError, TypeError, ValueError):
+        raise ConfigurationError(f"{name} must be None or a torch device such as 'cpu' or 'cuda:0', got {_shown(device)}") from None
+
+
+def resolve_device(name: str, device: Any) -> str:
+    """:func:`check_device`, with ``None`` meaning CUDA when available, else the CPU."""
+    import torch
+
+    return check_device(name, device) or ("cuda" if torch.cuda.is_available() else "cpu")

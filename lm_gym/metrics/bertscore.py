@@ -7,8 +7,8 @@ from pathlib import Path
 
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.hub import require_hub
-from lm_gym.core.validation import check_int
-from lm_gym.metrics.inputs import check_device, check_pairs
+from lm_gym.core.validation import check_device, check_int
+from lm_gym.metrics.inputs import check_pairs
 
 
 def bertscore(

@@ -51,15 +51,3 @@ def check_pairs(predictions: Any, references: Any, references_name: str = "refer
     """Predictions (``str`` each) and their reference lists (non-empty, ``str`` each), equally many."""
     predictions = check_texts("predictions", predictions)
     return predictions, check_text_lists(references_name, references, len(predictions))
-
-
-def check_device(name: str, device: Any) -> str | None:
-    """``device`` if it is ``None`` or a device torch can parse (``"cpu"``, ``"cuda:1"``, a ``torch.device``)."""
-    import torch
-
-    if device is None:
-        return None
-    try:
-        return str(torch.device(device))
-    except (RuntimeError, TypeError, ValueError):
-        raise ConfigurationError(f"{name} must be None or a torch device such as 'cpu' or 'cuda:0', got {_shown(device)}") from None

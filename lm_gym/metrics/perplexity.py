@@ -19,8 +19,8 @@ import torch
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
 from lm_gym.core.hub import require_hub
-from lm_gym.core.validation import check_int
-from lm_gym.metrics.inputs import check_device, check_texts
+from lm_gym.core.validation import check_device, check_int
+from lm_gym.metrics.inputs import check_texts
 
 
 def perplexity(

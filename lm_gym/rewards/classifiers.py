@@ -30,19 +30,7 @@ from tqdm.auto import tqdm
 from lm_gym.core.cache import cached_directory
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
 from lm_gym.core.hub import require_hub
-
-
-def check_device(name: str, device: str | None) -> str:
-    """``device`` if torch can parse it (``"cpu"``, ``"cuda:1"``, ...); ``None``: CUDA when available."""
-    if device is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        if not isinstance(device, str):
-            raise TypeError
-        torch.device(device)
-    except (RuntimeError, TypeError, ValueError):
-        raise ConfigurationError(f"{name} must be None or a torch device such as 'cpu' or 'cuda:0', got {device!r:.80}") from None
-    return device
+from lm_gym.core.validation import resolve_device
 
 
 class TransformersClassifier:
@@ -68,7 +56,7 @@ class TransformersClassifier:
     ):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        self.device = check_device("reward_device", device)
+        self.device = resolve_device("reward_device", device)
         if not Path(model_name_or_path).exists():
             require_hub(f"the {what} {model_name_or_path!r}", offline_hint)
         try:

@@ -9,8 +9,7 @@ from typing import Any, ClassVar
 
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
-from lm_gym.core.validation import check_int, check_number
-from lm_gym.rewards.classifiers import check_device
+from lm_gym.core.validation import check_int, check_number, resolve_device
 from lm_gym.rewards.intent import EOU, IntentMeteorReward, NgramActClassifier, TransformersActClassifier
 from lm_gym.tasks.dailydialog.data import ACTS, EMOTIONS, load_dialogues
 
@@ -129,7 +128,7 @@ class DailyDialogEnv(SingleTurnTextEnv):
         meteor_coef = check_number("meteor_coef", meteor_coef, minimum=0)
         if not isinstance(intent_model, str) or not intent_model:
             raise ConfigurationError(f"intent_model must be 'auto', 'trained' or a classifier name/path, got {intent_model!r:.80}")
-        device = check_device("reward_device", reward_device)
+        device = resolve_device("reward_device", reward_device)
         self.split, self.source, self.data_dir = split, source, data_dir
         loaded = load_dialogues(source, split, data_dir)
         self.dropped_utterances = loaded.dropped_utterances

@@ -9,8 +9,7 @@ from typing import Any, ClassVar
 
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
-from lm_gym.core.validation import is_integer
-from lm_gym.rewards.classifiers import check_device
+from lm_gym.core.validation import is_integer, resolve_device
 from lm_gym.rewards.sentiment import ClassifierSentimentReward, NgramSentimentReward
 from lm_gym.tasks.imdb.data import load_reviews
 
@@ -133,7 +132,7 @@ class IMDBEnv(SingleTurnTextEnv):
             raise ConfigurationError(f"reward_model must be 'auto', 'trained' or a classifier name/path, got {reward_model!r:.80}")
         if positive_label is not None and not (isinstance(positive_label, str) or is_integer(positive_label)):
             raise ConfigurationError(f"positive_label must be a label name, an int index or None, got {positive_label!r:.80}")
-        device = check_device("reward_device", device)
+        device = resolve_device("reward_device", device)
         if reward_model == "auto":
             reward_model = HUB_CLASSIFIER if self.source == "hub" else "trained"
         if reward_model == "trained":
