@@ -393,3 +393,18 @@ def test_every_module_loads_offline_from_the_package(name):
 def test_bad_input_raises_configuration_error(call, message):
     with pytest.raises(ConfigurationError, match=message):
         call()
+
+
+def test_perplexity_fits_long_contexts_into_the_model_positions(tiny_lm):
+    """A context longer than the model's 64 positions keeps its last tokens instead of crashing the model."""
+    model, tokenizer = tiny_lm
+    text = LM_SENTENCES[0]
+    long_prefix = " ".join([LM_SENTENCES[1]] * 40)
+    kept = len(tokenizer.encode(text, add_special_tokens=False))
+    context_ids = tokenizer.encode(long_prefix, add_special_tokens=False)[-(64 - kept) :]
+    ids = torch.tensor([context_ids + tokenizer.encode(text, add_special_tokens=False)])
+    labels = ids.clone()
+    labels[0, : len(context_ids)] = -100
+    with torch.no_grad():
+        loss = model.eval()(input_ids=ids, labels=labels).loss.item()
+    assert perplexity([text], model, tokenizer, prefixes=[long_prefix])["perplexity"] == pytest.approx(math.exp(loss), rel=1e-5)

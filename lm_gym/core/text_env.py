@@ -252,7 +252,8 @@ class SingleTurnTextEnv(TextEnv):
         """Diversity of the utterances (``lm_gym.metrics.diversity``), the task's own corpus metrics
         (:meth:`_corpus_metrics`) and, with ``language_model``, ``perplexity_generations`` and
         ``perplexity_references``: perplexity of the utterances and of the first references, each
-        conditioned on its prompt (corpus perplexity, ``lm_gym.metrics.perplexity``).
+        conditioned on its prompt (corpus perplexity, ``lm_gym.metrics.perplexity``; empty texts are
+        left out).
         """
         from lm_gym import metrics
 
@@ -266,7 +267,10 @@ class SingleTurnTextEnv(TextEnv):
         if language_model is not None:
             model, tokenizer = language_model if isinstance(language_model, tuple) else (language_model, None)
             for label, texts in (("generations", utterances), ("references", [r[0] for r in references])):
-                results[f"perplexity_{label}"] = metrics.perplexity(texts, model, tokenizer, prefixes=prompts)["perplexity"]
+                scored = [(prompt, text) for prompt, text in zip(prompts, texts, strict=True) if text.strip()]
+                if scored:  # an empty text has no token to score
+                    prefixes, texts = zip(*scored)
+                    results[f"perplexity_{label}"] = metrics.perplexity(list(texts), model, tokenizer, prefixes=list(prefixes))["perplexity"]
         return results
 
     def _corpus_metrics(self, prompts: list[str], utterances: list[str], references: list[list[str]]) -> dict[str, float]:

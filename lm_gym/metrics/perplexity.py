@@ -47,6 +47,9 @@ def perplexity(
         ``perplexity``: exp(total negative log-likelihood / total scored tokens);
         ``mean_perplexity``: the mean of the per-text perplexities;
         ``perplexities``: the per-text perplexities (``np.ndarray``).
+
+    A sequence longer than the model's positions (``n_positions`` / ``max_position_embeddings``)
+    keeps the last tokens of its context (at least one) and, if still too long, the text's first tokens.
     """
     texts = check_texts("texts", texts)
     if prefixes is not None:
@@ -59,7 +62,7 @@ def perplexity(
     if device is not None:
         model.to(device)
 
-    sequences, first_scored = _encode(texts, prefixes, tokenizer)
+    sequences, first_scored = _encode(texts, prefixes, tokenizer, _max_positions(model))
     was_training = model.training
     model.eval()  # no dropout while scoring
     try:
@@ -99,8 +102,13 @@ def _from_pretrained(auto_class: Any, what: str, name_or_path: str | os.PathLike
         raise DataUnavailableError(f"could not load the {what} {str(name_or_path)!r} ({error}). {hint}") from error
 
 
-def _encode(texts: list[str], prefixes: list[str] | None, tokenizer: Any) -> tuple[list[list[int]], list[int]]:
-    """Token ids of start token + prefix + text, and the position of each sequence's first scored token."""
+def _max_positions(model: Any) -> int | None:
+    config = getattr(model, "config", None)
+    return getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
+
+
+def _encode(texts: list[str], prefixes: list[str] | None, tokenizer: Any, max_length: int | None) -> tuple[list[list[int]], list[int]]:
+    """Token ids of start token + prefix + text (fitted into ``max_length``), and the position of each sequence's first scored token."""
     start_id = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     start = [] if start_id is None else [start_id]
     text_ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
@@ -108,6 +116,9 @@ def _encode(texts: list[str], prefixes: list[str] | None, tokenizer: Any) -> tup
     sequences, first_scored = [], []
     for i, (prefix, text) in enumerate(zip(prefix_ids, text_ids)):
         context = start + prefix
+        if max_length is not None and len(context) + len(text) > max_length:
+            context = context[-max(1, max_length - len(text)) :] if context else context
+            text = text[: max_length - len(context)]
         first = max(len(context), 1)  # a token needs one before it to be predicted
         if len(context) + len(text) <= first:
             raise ConfigurationError(f"texts[{i}] has no token to score: it is {len(text)} token(s) long after {len(context)} of context")
