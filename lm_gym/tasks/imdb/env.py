@@ -66,7 +66,13 @@ class IMDBEnv(SingleTurnTextEnv):
 
     ## Episode End
     The episode terminates after one step. ``info["metrics"]`` then holds ``sentiment``
-    (the reward) and ``num_words`` of the continuation.
+    (the reward) and ``num_words`` of the continuation. ``env.unwrapped.corpus_metrics(final_infos)``
+    gives the corpus metrics of an evaluation: the diversity of the continuations
+    (``distinct_1``, ``distinct_2``, ``msttr``, ``unigram_entropy``, ``vocab_size``,
+    ``mean_length``) and, with ``language_model=(model, tokenizer)`` (a fixed causal LM; the RL
+    baselines pass their frozen reference model), ``perplexity_generations`` and
+    ``perplexity_references``: the perplexity of the continuations and of the reviews' true
+    second halves, each given its prompt (RL4LMs reported only the latter).
 
     ## Arguments
     | argument | default | meaning |
