@@ -1,8 +1,10 @@
-"""The offline demo: ``lm_gym/IMDB-v0`` and ``lm_gym/Wordle-v0`` played with simple policies.
+"""The offline demo: every lm-gym env played with simple policies.
 
 Run ``python -m lm_gym.demo`` (or ``lm-gym-demo``). Everything is built offline: synthetic
-reviews, the n-gram sentiment reward, a BPE tokenizer trained on the reviews and the Wordle
-feedback table (cached in ``$LM_GYM_CACHE``, default ``~/.cache/lm_gym``).
+data, the n-gram sentiment and dialogue-act rewards, a BPE tokenizer trained on the reviews
+and the Wordle feedback table (cached in ``$LM_GYM_CACHE``, default ``~/.cache/lm_gym``).
+The METEOR-based tasks need the WordNet database (``apt-get install wordnet-base``); without
+it the demo says so and goes on.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import gymnasium
 import numpy as np
 
 import lm_gym  # noqa: F401  (registers the envs)
+from lm_gym.core.errors import DataUnavailableError
 from lm_gym.tasks.wordle.policies import InfoGainPolicy, RandomMixturePolicy, RandomPolicy
 
 POSITIVE = "The acting was brilliant and the ending was wonderful. A superb, moving film."
@@ -85,6 +88,19 @@ def main(argv: list[str] | None = None) -> None:
     venv.reset(seed=args.seed)
     _, rewards, *_ = venv.step([POSITIVE, NEGATIVE] * (args.num_envs // 2) + [POSITIVE] * (args.num_envs % 2))
     print(f"\nbatched vector env, {args.num_envs} envs scored in one call: {np.round(rewards, 3).tolist()}")
+
+    print("\nreference-scored tasks (source='synthetic'): mean reward per policy, utterance level")
+    for env_id in ("lm_gym/CommonGen-v0", "lm_gym/CNNDailyMail-v0", "lm_gym/DailyDialog-v0"):
+        try:
+            task = gymnasium.make(env_id, source="synthetic", split="validation")
+        except DataUnavailableError as error:  # no WordNet for METEOR: say how to get it
+            print(f"  {env_id}: skipped, {error}")
+            continue
+        obs, _ = task.reset(seed=args.seed)
+        print(f"  {env_id}, e.g. {obs[:90]!r}...")
+        for name, policy in (("a reference", lambda _: task.unwrapped._sample.references[0]), ("a generic reply", lambda _: "I think so.")):
+            rewards = play_utterances(task, policy, args.episodes, args.seed)
+            print(f"    {name:<20} {rewards.mean():.3f} +- {rewards.std():.3f}")
 
     wordle = gymnasium.make("lm_gym/Wordle-v0")
     vocabulary = wordle.unwrapped.vocabulary
