@@ -15,6 +15,7 @@ import pytest
 from lm_gym.tasks.cnn_dailymail import synthetic as cnn_dailymail
 from lm_gym.tasks.commongen import synthetic as commongen
 from lm_gym.tasks.dailydialog import synthetic as dailydialog
+from lm_gym.tasks.dailydialog import labels
 
 GENERATORS = {
     "commongen": (commongen, commongen.generate_concept_sets),
@@ -226,8 +227,8 @@ def guessed_act(utterance: str) -> int:
 
 
 def test_dailydialog_labels_and_utterances():
-    assert dailydialog.ACTS == {1: "inform", 2: "question", 3: "directive", 4: "commissive"}
-    assert dailydialog.EMOTIONS == {
+    assert labels.ACTS == {1: "inform", 2: "question", 3: "directive", 4: "commissive"}
+    assert labels.EMOTIONS == {
         0: "no emotion", 1: "anger", 2: "disgust", 3: "fear", 4: "happiness", 5: "sadness", 6: "surprise",
     }
     for split in dailydialog.SPLIT_SIZES:
@@ -236,7 +237,7 @@ def test_dailydialog_labels_and_utterances():
             utterances, acts, emotions = zip(*dialogue)  # one act and one emotion per utterance
             assert len(utterances) == len(acts) == len(emotions) == len(dialogue)
             for utterance, act, emotion in dialogue:
-                assert isinstance(utterance, str) and act in dailydialog.ACTS and emotion in dailydialog.EMOTIONS
+                assert isinstance(utterance, str) and act in labels.ACTS and emotion in labels.EMOTIONS
                 assert 3 <= len(utterance.split()) <= 20
                 assert "<EOU>" not in utterance and "__eou__" not in utterance
                 assert utterance.endswith("?") == (act == 2), utterance
@@ -266,5 +267,5 @@ def test_dailydialog_emotions_are_mostly_neutral():
     total = sum(emotions.values())
     assert 0.7 < emotions[0] / total < 0.92
     assert 0.08 < emotions[4] / total < 0.22
-    assert set(emotions) == set(dailydialog.EMOTIONS)  # every emotion occurs, the rare ones rarely
+    assert set(emotions) == set(labels.EMOTIONS)  # every emotion occurs, the rare ones rarely
     assert all(emotions[emotion] / total < 0.05 for emotion in (1, 2, 3, 5, 6))

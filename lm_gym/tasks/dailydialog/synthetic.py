@@ -2,7 +2,7 @@
 
 ``generate_dialogues(split)`` returns dialogues that stand in for DailyDialog when it
 cannot be downloaded: each dialogue is a list of ``(utterance, act, emotion)`` turns, the
-speakers alternating, with DailyDialog's label codes (:data:`ACTS`, :data:`EMOTIONS`). The
+speakers alternating, with DailyDialog's label codes (:mod:`lm_gym.tasks.dailydialog.labels`). The
 output is deterministic per split (each split has its own fixed seed).
 
 A dialogue has 4 to 10 turns about one everyday topic (shopping, travel, restaurant, work,
@@ -32,8 +32,6 @@ from dataclasses import dataclass
 
 SPLIT_SIZES = {"train": 3000, "validation": 300, "test": 300}
 
-ACTS = {1: "inform", 2: "question", 3: "directive", 4: "commissive"}
-EMOTIONS = {0: "no emotion", 1: "anger", 2: "disgust", 3: "fear", 4: "happiness", 5: "sadness", 6: "surprise"}
 INFORM, QUESTION, DIRECTIVE, COMMISSIVE = 1, 2, 3, 4
 ANGER, DISGUST, FEAR, HAPPINESS, SADNESS, SURPRISE = 1, 2, 3, 4, 5, 6
 
