@@ -145,6 +145,8 @@ class Args:
     """log to Weights & Biases (WANDB_MODE=offline works)"""
     wandb_project: str = "lm-gym"
     """Weights & Biases project of --track"""
+    perplexity_model: str | None = None
+    """causal LM (hub name or local path, e.g. an sft.py checkpoint) that evaluations report corpus_perplexity_generations/_references under; None: not reported"""
     device: str | None = None
     """default: cuda when available, else cpu"""
     bf16: bool = False
@@ -425,20 +427,18 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths:
     return np.array(returns[:num_episodes]), metrics[:num_episodes], finals[:num_episodes]
 
 
-def evaluate(eval_env, model, mask_model, reference, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
+def evaluate(eval_env, model, mask_model, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
     """Episodes of the validation split played by the masked policy (the policy within the mask
     model's top-p sets). Every evaluation of a run plays the same episodes with the same random
-    numbers (a fixed seed in a forked RNG, so training's random streams are untouched). The task's
-    corpus metrics include perplexities under the frozen ``reference`` (a causal LM)."""
+    numbers (a fixed seed in a forked RNG, so training's random streams are untouched)."""
     with torch.random.fork_rng(devices=[device] if device.startswith("cuda") else []):
         torch.manual_seed(args.seed)
         returns, metrics, finals = play_episodes(
             eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
             sample=not args.eval_greedy, temperature=args.temperature, device=device, mask_model=mask_model, top_p=args.top_p,
         )
-        # corpus metrics (BLEU, CIDEr, diversity, ...); perplexities under the frozen reference model
-        language_model = None if is_seq2seq else (reference, tokenizer)
-        corpus = eval_env.envs[0].corpus_metrics(finals, language_model=language_model)
+        # corpus metrics (BLEU, CIDEr, diversity, ...); perplexities under --perplexity-model, the same LM for every algorithm
+        corpus = eval_env.envs[0].corpus_metrics(finals, language_model=args.perplexity_model)
     return summarize_episodes(returns, metrics, corpus)
 
 
@@ -525,7 +525,7 @@ def main(args: Args) -> dict:
         f"writing to {out_dir}"
     )
     if not resuming:  # the starting policy, evaluated exactly as the final one
-        initial_eval = evaluate(eval_env, policy, mask_model, reference, tokenizer, args, lengths, is_seq2seq, device)
+        initial_eval = evaluate(eval_env, policy, mask_model, tokenizer, args, lengths, is_seq2seq, device)
     generated_tokens, rollout_seconds = 0, 0.0
     progress = tqdm(range(first_iteration, args.iterations + 1), desc="nlpo", unit="it", initial=first_iteration - 1, total=args.iterations)
     for iteration in progress:
@@ -656,7 +656,7 @@ def main(args: Args) -> dict:
         out_of_time = args.time_limit_minutes is not None and time.time() - start_time > 60 * args.time_limit_minutes
         last_iteration = iteration == args.iterations or out_of_time
         if (args.eval_every and iteration % args.eval_every == 0) or last_iteration:
-            row.update({f"eval/{key}": value for key, value in evaluate(eval_env, policy, mask_model, reference, tokenizer, args, lengths, is_seq2seq, device).items()})
+            row.update({f"eval/{key}": value for key, value in evaluate(eval_env, policy, mask_model, tokenizer, args, lengths, is_seq2seq, device).items()})
         curves.append(row)
         progress.set_postfix(ret=f"{row['mean_return']:.3f}", kl=f"{mean_kl:.2f}")
         if args.track:

@@ -102,6 +102,8 @@ class Args:
     """max global gradient norm; 0 disables clipping"""
     bf16: bool = False
     """bfloat16 autocast for training and generation (weights stay float32)"""
+    perplexity_model: str | None = None
+    """causal LM (hub name or local path, e.g. an sft.py checkpoint) that evaluations report corpus_perplexity_generations/_references under; None: not reported"""
     device: str | None = None
     """torch device; None: cuda if available, else cpu"""
 
@@ -338,7 +340,7 @@ def generate_utterances(
     return utterances
 
 
-def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, min_new_tokens: int, sample: bool, bf16: bool, truncation_side: str = "left") -> dict[str, float]:
+def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, min_new_tokens: int, sample: bool, bf16: bool, truncation_side: str = "left", perplexity_model: str | None = None) -> dict[str, float]:
     """Play ``num_episodes`` episodes (sampled or greedy), each sub-env one episode per round.
 
     Episode j is reset with seed ``seed + j``. Returns ``mean_return``, ``std_return``,
@@ -381,7 +383,7 @@ def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_le
         else:
             raise RuntimeError(f"evaluation episodes still running after {EVAL_MAX_TURNS} turns")
     model.train(was_training)
-    return summarize_episodes(returns, metrics, venv.envs[0].corpus_metrics(finals))
+    return summarize_episodes(returns, metrics, venv.envs[0].corpus_metrics(finals, language_model=perplexity_model))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -503,7 +505,7 @@ def main(args: Args) -> dict[str, Any]:
             torch.manual_seed(args.eval_seed)
             return evaluate(
                 model, tokenizer, venv, args.eval_episodes, args.eval_seed, max_prompt_length, max_new_tokens, min_new_tokens,
-                not args.eval_greedy, args.bf16, truncation_side,
+                not args.eval_greedy, args.bf16, truncation_side, args.perplexity_model,
             )
 
     writer = None

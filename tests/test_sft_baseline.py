@@ -90,3 +90,18 @@ def test_same_seed_same_losses(sft, tmp_path):
 def test_bad_arguments_are_named(sft, tmp_path, overrides, message):
     with pytest.raises(ValueError, match=message):
         run(sft, tmp_path, **overrides)
+
+
+def test_perplexity_model_adds_the_same_perplexities_to_every_algorithm(sft, tmp_path):
+    """``--perplexity-model``: one fixed LM (here an SFT checkpoint) scores generations and references in SFT and PPO."""
+    first = run(sft, tmp_path / "lm", eval_episodes=0)
+    checkpoint = str(tmp_path / "lm" / first["checkpoint"])
+    saved = run(sft, tmp_path / "sft", perplexity_model=checkpoint)
+    ppo = load_baseline("ppo")
+    result = ppo.main(ppo.Args(
+        env_id=ENVS["imdb"][0], env_kwargs=ENVS["imdb"][1], init_from=checkpoint, num_envs=4, iterations=1, update_epochs=1,
+        num_minibatches=1, eval_episodes=4, eval_batch_size=4, perplexity_model=checkpoint, out_dir=str(tmp_path / "ppo"),
+    ))
+    for evaluation in (saved["final_eval"], result["initial_eval"], result["final_eval"]):
+        assert evaluation["corpus_perplexity_generations"] > 1 and evaluation["corpus_perplexity_references"] > 1
+    assert set(saved["final_eval"]) == set(result["final_eval"])

@@ -69,8 +69,8 @@ class IMDBEnv(SingleTurnTextEnv):
     (the reward) and ``num_words`` of the continuation. ``env.unwrapped.corpus_metrics(final_infos)``
     gives the corpus metrics of an evaluation: the diversity of the continuations
     (``distinct_1``, ``distinct_2``, ``msttr``, ``unigram_entropy``, ``vocab_size``,
-    ``mean_length``) and, with ``language_model=(model, tokenizer)`` (a fixed causal LM; the RL
-    baselines pass their frozen reference model), ``perplexity_generations`` and
+    ``mean_length``) and, with ``language_model=(model, tokenizer)`` or a causal LM's name/path
+    (a fixed LM; the baselines' ``--perplexity-model``), ``perplexity_generations`` and
     ``perplexity_references``: the perplexity of the continuations and of the reviews' true
     second halves, each given its prompt (RL4LMs reported only the latter).
 
