@@ -29,9 +29,10 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from lm_gym.tasks.synthetic_splits import split_request
 
 SPLIT_SIZES = {"train": 3000, "validation": 200, "test": 300}
 
@@ -553,23 +554,12 @@ def generate_articles(split: str, num_articles: int | None = None) -> list[tuple
     ``num_articles`` defaults to ``SPLIT_SIZES[split]``; a shorter request is a prefix of
     the full split.
     """
-    if split not in SPLIT_SIZES:
-        raise ValueError(f"split must be one of {tuple(SPLIT_SIZES)}, got {split!r}")
-    if num_articles is None:
-        num_articles = SPLIT_SIZES[split]
-    if not isinstance(num_articles, int) or isinstance(num_articles, bool) or num_articles < 0:
-        raise ValueError(f"num_articles must be a non-negative int or None, got {num_articles!r}")
-    rng = random.Random(_split_seed(split))
+    num_articles, rng = split_request("cnn_dailymail", split, num_articles, SPLIT_SIZES, "num_articles")
     articles = []
     for index in range(num_articles):
         article, highlights = _story(rng, GENRES[rng.choice(list(GENRES))])
         articles.append((article, "\n".join(highlights), _article_id(split, index)))
     return articles
-
-
-def _split_seed(split: str) -> int:
-    # crc32 is stable across processes, unlike the salted built-in hash()
-    return zlib.crc32(f"lm_gym.cnn_dailymail.synthetic/{split}".encode("ascii"))
 
 
 def _article_id(split: str, index: int) -> str:

@@ -33,8 +33,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
-import zlib
 from dataclasses import dataclass
+
+from lm_gym.tasks.synthetic_splits import split_request
 
 SPLIT_SIZES = {"train": 4000, "validation": 300, "test": 500}
 
@@ -299,13 +300,7 @@ def generate_concept_sets(
     ``num_sets`` defaults to ``SPLIT_SIZES[split]``; a shorter request is a prefix of the
     full split.
     """
-    if split not in SPLIT_SIZES:
-        raise ValueError(f"split must be one of {tuple(SPLIT_SIZES)}, got {split!r}")
-    if num_sets is None:
-        num_sets = SPLIT_SIZES[split]
-    if not isinstance(num_sets, int) or isinstance(num_sets, bool) or num_sets < 0:
-        raise ValueError(f"num_sets must be a non-negative int or None, got {num_sets!r}")
-    rng = random.Random(_split_seed(split))
+    num_sets, rng = split_request("commongen", split, num_sets, SPLIT_SIZES, "num_sets")
     scene_weights = TRAIN_SCENE_WEIGHTS if split == "train" else EVAL_SCENE_WEIGHTS
     items: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
     seen = set() if split == "train" else set(_train_concept_sets())
@@ -329,11 +324,6 @@ def _concepts(situation: Situation) -> tuple[str, ...]:
 def _train_concept_sets() -> frozenset[tuple[str, ...]]:
     # evaluation splits leave these out, so scores measure generalization to new sets
     return frozenset(concepts for concepts, _ in generate_concept_sets("train"))
-
-
-def _split_seed(split: str) -> int:
-    # crc32 is stable across processes, unlike the salted built-in hash()
-    return zlib.crc32(f"lm_gym.commongen.synthetic/{split}".encode("ascii"))
 
 
 # --- situations ----------------------------------------------------------------------

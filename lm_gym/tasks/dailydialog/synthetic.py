@@ -27,8 +27,9 @@ carry no emotion and 12% happiness; anger, disgust, fear, sadness and surprise a
 from __future__ import annotations
 
 import random
-import zlib
 from dataclasses import dataclass
+
+from lm_gym.tasks.synthetic_splits import split_request
 
 SPLIT_SIZES = {"train": 3000, "validation": 300, "test": 300}
 
@@ -407,19 +408,8 @@ def generate_dialogues(split: str, num_dialogues: int | None = None) -> list[lis
     ``num_dialogues`` defaults to ``SPLIT_SIZES[split]``; a shorter request is a prefix of
     the full split.
     """
-    if split not in SPLIT_SIZES:
-        raise ValueError(f"split must be one of {tuple(SPLIT_SIZES)}, got {split!r}")
-    if num_dialogues is None:
-        num_dialogues = SPLIT_SIZES[split]
-    if not isinstance(num_dialogues, int) or isinstance(num_dialogues, bool) or num_dialogues < 0:
-        raise ValueError(f"num_dialogues must be a non-negative int or None, got {num_dialogues!r}")
-    rng = random.Random(_split_seed(split))
+    num_dialogues, rng = split_request("dailydialog", split, num_dialogues, SPLIT_SIZES, "num_dialogues")
     return [_dialogue(rng) for _ in range(num_dialogues)]
-
-
-def _split_seed(split: str) -> int:
-    # crc32 is stable across processes, unlike the salted built-in hash()
-    return zlib.crc32(f"lm_gym.dailydialog.synthetic/{split}".encode("ascii"))
 
 
 def _dialogue(rng: random.Random) -> list[tuple[str, int, int]]:

@@ -26,7 +26,8 @@ it a usable offline reward for steering a language model towards positive text.
 from __future__ import annotations
 
 import random
-import zlib
+
+from lm_gym.tasks.synthetic_splits import split_request
 
 SPLIT_SIZES = {"train": 4000, "validation": 500, "test": 1000}
 
@@ -234,24 +235,13 @@ def generate_reviews(split: str, num_reviews: int | None = None) -> list[tuple[s
     full split. Labels come in shuffled positive/negative pairs, so an even count is
     exactly balanced.
     """
-    if split not in SPLIT_SIZES:
-        raise ValueError(f"split must be one of {tuple(SPLIT_SIZES)}, got {split!r}")
-    if num_reviews is None:
-        num_reviews = SPLIT_SIZES[split]
-    if not isinstance(num_reviews, int) or isinstance(num_reviews, bool) or num_reviews < 0:
-        raise ValueError(f"num_reviews must be a non-negative int or None, got {num_reviews!r}")
-    rng = random.Random(_split_seed(split))
+    num_reviews, rng = split_request("imdb", split, num_reviews, SPLIT_SIZES, "num_reviews")
     reviews: list[tuple[str, int]] = []
     while len(reviews) < num_reviews:
         pair = [1, 0]
         rng.shuffle(pair)
         reviews.extend((_review(rng, label), label) for label in pair)
     return reviews[:num_reviews]
-
-
-def _split_seed(split: str) -> int:
-    # crc32 is stable across processes, unlike the salted built-in hash()
-    return zlib.crc32(f"lm_gym.imdb.synthetic/{split}".encode("ascii"))
 
 
 def _review(rng: random.Random, label: int) -> str:
