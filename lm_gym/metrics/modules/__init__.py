@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from lm_gym.core.validation import check_choice
 
 if TYPE_CHECKING:
-    import datasets
     import evaluate
 
 MODULES_DIRECTORY = Path(__file__).resolve().parent
@@ -34,10 +33,18 @@ def load(name: str, **kwargs: Any) -> evaluate.EvaluationModule:
     return evaluate.load(str(MODULES_DIRECTORY / name), **kwargs)
 
 
-def text_features(*reference_columns: str) -> datasets.Features:
-    """``predictions``: a string; each of ``reference_columns``: a sequence of strings (one or more per prediction)."""
+def metric_info(description: str, citation: str, inputs: str, *text_columns: str, url: str | None = None) -> evaluate.MetricInfo:
+    """The ``MetricInfo`` of a module: ``predictions`` a string and each of ``text_columns`` a
+    sequence of strings (one or more per prediction, e.g. ``references``)."""
     import datasets
+    import evaluate
 
     columns = {"predictions": datasets.Value("string")}
-    columns.update({column: datasets.List(datasets.Value("string")) for column in reference_columns})
-    return datasets.Features(columns)
+    columns.update({column: datasets.List(datasets.Value("string")) for column in text_columns})
+    return evaluate.MetricInfo(
+        description=description,
+        citation=citation,
+        inputs_description=inputs,
+        features=datasets.Features(columns),
+        reference_urls=[url] if url else [],
+    )

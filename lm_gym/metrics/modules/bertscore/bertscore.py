@@ -3,7 +3,7 @@
 import evaluate
 
 from lm_gym.metrics import bertscore
-from lm_gym.metrics.modules import text_features
+from lm_gym.metrics.modules import metric_info
 
 _CITATION = """\
 @inproceedings{zhang2020bertscore,
@@ -34,13 +34,7 @@ Returns:
 
 class Bertscore(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_INPUTS,
-            features=text_features("references"),
-            reference_urls=["https://github.com/Tiiiger/bert_score"],
-        )
+        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://github.com/Tiiiger/bert_score")
 
     def _compute(self, predictions, references, model_type=None, num_layers=None, device=None, batch_size=64):
         return bertscore(predictions, references, model_type=model_type, num_layers=num_layers, device=device, batch_size=batch_size)

@@ -3,7 +3,7 @@
 import evaluate
 
 from lm_gym.metrics import corpus_bleu
-from lm_gym.metrics.modules import text_features
+from lm_gym.metrics.modules import metric_info
 
 _CITATION = """\
 @inproceedings{papineni-etal-2002-bleu,
@@ -31,13 +31,7 @@ Returns:
 
 class Bleu(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_INPUTS,
-            features=text_features("references"),
-            reference_urls=["https://www.nltk.org/api/nltk.translate.bleu_score.html"],
-        )
+        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://www.nltk.org/api/nltk.translate.bleu_score.html")
 
     def _compute(self, predictions, references):
         return {"bleu": corpus_bleu(predictions, references)}

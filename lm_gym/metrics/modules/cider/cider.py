@@ -3,7 +3,7 @@
 import evaluate
 
 from lm_gym.metrics import cider
-from lm_gym.metrics.modules import text_features
+from lm_gym.metrics.modules import metric_info
 
 _CITATION = """\
 @inproceedings{vedantam2015cider,
@@ -32,13 +32,7 @@ Returns:
 
 class Cider(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_INPUTS,
-            features=text_features("references"),
-            reference_urls=["https://github.com/salaniz/pycocoevalcap"],
-        )
+        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://github.com/salaniz/pycocoevalcap")
 
     def _compute(self, predictions, references):
         return {"cider": cider(predictions, references)}

@@ -3,7 +3,7 @@
 import evaluate
 
 from lm_gym.metrics import concept_coverage
-from lm_gym.metrics.modules import text_features
+from lm_gym.metrics.modules import metric_info
 
 _CITATION = """\
 @inproceedings{lin-etal-2020-commongen,
@@ -32,12 +32,7 @@ Returns:
 
 class ConceptCoverage(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_INPUTS,
-            features=text_features("concepts"),
-        )
+        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "concepts")
 
     def _compute(self, predictions, concepts):
         return {"concept_coverage": float(concept_coverage(predictions, concepts).mean())}

@@ -3,7 +3,7 @@
 import evaluate
 
 from lm_gym.metrics import diversity
-from lm_gym.metrics.modules import text_features
+from lm_gym.metrics.modules import metric_info
 
 _CITATION = """\
 @inproceedings{li-etal-2016-diversity,
@@ -31,12 +31,7 @@ Returns:
 
 class Diversity(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_INPUTS,
-            features=text_features(),
-        )
+        return metric_info(_DESCRIPTION, _CITATION, _INPUTS)
 
     def _compute(self, predictions):
         return diversity(predictions)

@@ -3,7 +3,7 @@
 import evaluate
 
 from lm_gym.metrics import meteor_scores
-from lm_gym.metrics.modules import text_features
+from lm_gym.metrics.modules import metric_info
 
 _CITATION = """\
 @inproceedings{banerjee-lavie-2005-meteor,
@@ -32,13 +32,7 @@ Returns:
 
 class Meteor(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_INPUTS,
-            features=text_features("references"),
-            reference_urls=["https://www.nltk.org/api/nltk.translate.meteor_score.html"],
-        )
+        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://www.nltk.org/api/nltk.translate.meteor_score.html")
 
     def _compute(self, predictions, references):
         return {"meteor": float(meteor_scores(predictions, references).mean())}

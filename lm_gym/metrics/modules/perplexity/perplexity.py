@@ -3,7 +3,7 @@
 import evaluate
 
 from lm_gym.metrics import perplexity
-from lm_gym.metrics.modules import text_features
+from lm_gym.metrics.modules import metric_info
 
 _CITATION = """\
 @article{jelinek1977perplexity,
@@ -38,12 +38,7 @@ Returns:
 
 class Perplexity(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_INPUTS,
-            features=text_features(),
-        )
+        return metric_info(_DESCRIPTION, _CITATION, _INPUTS)
 
     def _compute(self, predictions, model, tokenizer=None, prefixes=None, batch_size=16, device=None):
         return perplexity(predictions, model, tokenizer, prefixes=prefixes, batch_size=batch_size, device=device)

@@ -3,7 +3,7 @@
 import evaluate
 
 from lm_gym.metrics import ROUGE_TYPES, corpus_rouge
-from lm_gym.metrics.modules import text_features
+from lm_gym.metrics.modules import metric_info
 
 _CITATION = """\
 @inproceedings{lin-2004-rouge,
@@ -33,13 +33,7 @@ Returns:
 
 class Rouge(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_INPUTS,
-            features=text_features("references"),
-            reference_urls=["https://github.com/google-research/google-research/tree/master/rouge"],
-        )
+        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://github.com/google-research/google-research/tree/master/rouge")
 
     def _compute(self, predictions, references, rouge_types=ROUGE_TYPES):
         return corpus_rouge(predictions, references, rouge_types)

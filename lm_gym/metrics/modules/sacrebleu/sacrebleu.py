@@ -3,7 +3,7 @@
 import evaluate
 
 from lm_gym.metrics import corpus_sacrebleu
-from lm_gym.metrics.modules import text_features
+from lm_gym.metrics.modules import metric_info
 
 _CITATION = """\
 @inproceedings{post-2018-call,
@@ -31,13 +31,7 @@ Returns:
 
 class Sacrebleu(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_INPUTS,
-            features=text_features("references"),
-            reference_urls=["https://github.com/mjpost/sacrebleu"],
-        )
+        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://github.com/mjpost/sacrebleu")
 
     def _compute(self, predictions, references):
         return {"score": corpus_sacrebleu(predictions, references)}
