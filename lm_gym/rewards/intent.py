@@ -67,14 +67,10 @@ class IntentMeteorReward:
     def __init__(self, classifier: ActClassifier, intent_coef: float = 0.75, meteor_coef: float = 0.25):
         self.classifier, self.intent_coef, self.meteor_coef = classifier, intent_coef, meteor_coef
 
-    def components(self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Sequence[dict]) -> dict[str, np.ndarray]:
-        """``intent_match`` (0/1) and ``meteor`` per sample; ``meta[i]["act_id"]`` is the target act."""
+    def __call__(self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Any) -> np.ndarray:
+        """``meta[i]["act_id"]`` is the act of sample ``i``'s real reply."""
         from lm_gym.metrics import meteor_scores
 
         targets = np.array([m["act_id"] for m in meta])
         match = (self.classifier.predict(prompts, utterances) == targets).astype(np.float64)
-        return {"intent_match": match, "meteor": meteor_scores(list(utterances), [list(r) for r in references])}
-
-    def __call__(self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Any) -> np.ndarray:
-        parts = self.components(prompts, utterances, references, meta)
-        return self.intent_coef * parts["intent_match"] + self.meteor_coef * parts["meteor"]
+        return self.intent_coef * match + self.meteor_coef * meteor_scores(list(utterances), [list(r) for r in references])

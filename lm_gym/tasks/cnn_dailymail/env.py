@@ -123,9 +123,12 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
 
         references = [list(sample.references)]
         results = metrics.corpus_rouge([utterance], references, ("rouge1", "rouge2", "rougeL"))  # one sample: its scores
-        results["rougeLsum"] = float(metrics.rouge_scores([metrics.split_sentences(utterance)], references, rouge_type="rougeLsum")[0])
-        results["meteor"] = float(metrics.meteor_scores([utterance], references)[0])
-        results["num_words"] = len(utterance.split())
+        scored = {self.reward_fn.metric: score}  # the reward's own metric is not scored again
+        if "rougeLsum" not in scored:
+            scored["rougeLsum"] = float(metrics.rouge_scores([metrics.split_sentences(utterance)], references, rouge_type="rougeLsum")[0])
+        if "meteor" not in scored:
+            scored["meteor"] = float(metrics.meteor_scores([utterance], references)[0])
+        results.update(rougeLsum=scored["rougeLsum"], meteor=scored["meteor"], num_words=len(utterance.split()))
         return results
 
     def _corpus_metrics(self, prompts: list[str], utterances: list[str], references: list[list[str]]) -> dict[str, float]:

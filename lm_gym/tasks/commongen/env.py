@@ -160,10 +160,15 @@ class CommonGenEnv(SingleTurnTextEnv):
         from lm_gym import metrics
 
         references = [list(sample.references)]
-        results = {"meteor": float(metrics.meteor_scores([utterance], references)[0])}
+        repeats = float(repeats_prompt(sample.prompt, utterance))
+        if self.reward_fn.reward.metric == "meteor" and not repeats:  # then the reward is METEOR itself
+            meteor = score
+        else:
+            meteor = float(metrics.meteor_scores([utterance], references)[0])
+        results = {"meteor": meteor}
         results.update(metrics.corpus_rouge([utterance], references, ("rouge1", "rouge2", "rougeL")))  # one sample: its scores
         results["coverage"] = float(metrics.concept_coverage([utterance], [sample.meta["concepts"]])[0])
-        results["repeats_prompt"] = float(repeats_prompt(sample.prompt, utterance))
+        results["repeats_prompt"] = repeats
         results["num_words"] = len(utterance.split())
         return results
 

@@ -163,8 +163,8 @@ class DailyDialogEnv(SingleTurnTextEnv):
         from lm_gym import metrics
 
         references = [list(sample.references)]
-        parts = self.reward_fn.components([sample.prompt], [utterance], references, [sample.meta])
-        results = {name: float(values[0]) for name, values in parts.items()}
+        match = self.reward_fn.classifier.predict([sample.prompt], [utterance])[0] == sample.meta["act_id"]
+        results = {"intent_match": float(match), "meteor": float(metrics.meteor_scores([utterance], references)[0])}
         results.update(metrics.corpus_rouge([utterance], references, ("rouge1", "rouge2", "rougeL")))  # one sample: its scores
         results["num_words"] = len(utterance.split())
         return results
