@@ -7,6 +7,11 @@ through the batched vector env (samples of the policy, or greedy decoding with
 ``--eval-greedy``). The checkpoint it writes is what ``--init-from`` of the RL baselines
 (``ppo.py``, ``nlpo.py``) loads.
 
+Behaviour cloning on offline data: ``--dataset`` clones the turns of trajectories in
+``lm_gym.offline``'s format instead (BC, ``algorithm`` ``"bc"`` in ``result.json``), and
+``--top-fraction p`` only those of the best fraction p of trajectories by return (the ILQL
+paper's %BC, ``"filtered_bc"``), the baselines ``ilql.py`` is compared with.
+
 * Causal LM: input ``prompt + target + EOS``, loss on ``target + EOS`` only.
 * Seq2seq LM (any encoder-decoder config, e.g. T5): encoder ``prompt``, labels ``target + EOS``.
 
@@ -31,6 +36,10 @@ Examples::
 
     # a pretrained model (hub name or local path), bf16 on a GPU, evaluation every 500 steps
     python baselines/sft.py --model-name gpt2 --bf16 --epochs 3 --eval-every 500 --track
+
+    # %BC: the 10% best Wordle games of an offline dataset (lm_gym.tasks.wordle.offline_data)
+    python baselines/sft.py --env-id lm_gym/Wordle-v0 --env-kwargs '{"num_answers": 100}' \\
+        --dataset data/wordle_mixture.parquet --top-fraction 0.1
 
     # continue an interrupted run (same --out-dir)
     python baselines/sft.py --env-kwargs '{"source": "synthetic"}' --save-every 100 --resume
@@ -72,6 +81,10 @@ class Args:
     """JSON dict of arguments for gymnasium.make, e.g. '{"source": "synthetic"}'"""
     seed: int = 1
     """seed of python, numpy and torch (model init, data order, dropout)"""
+    dataset: str | None = None
+    """offline trajectories (lm_gym.offline's format: .parquet, .jsonl or a save_to_disk directory) to clone instead of the task's demonstrations: every turn is an (observation, utterance) pair"""
+    top_fraction: float = 1.0
+    """%BC: clone only this fraction of --dataset's trajectories, those with the highest returns (1: all, plain BC)"""
 
     # ---- model ----
     model_name: str | None = None
@@ -156,6 +169,10 @@ def check_args(args: Args) -> tuple[dict[str, Any], dict[str, Any]]:
         raise ValueError(f"--model-config needs a 'model_type' (e.g. 'gpt2' or 't5'), got {args.model_config!r}")
     if env_kwargs.get("action_level", "utterance") != "utterance":
         raise ValueError("--env-kwargs: sft.py trains on the utterance-level env; drop 'action_level'")
+    if not (isinstance(args.top_fraction, (int, float)) and 0 < args.top_fraction <= 1):
+        raise ValueError(f"--top-fraction must be in (0, 1], got {args.top_fraction!r}")
+    if args.top_fraction < 1 and args.dataset is None:
+        raise ValueError("--top-fraction filters --dataset's trajectories by return; pass --dataset")
 
     def positive(name: str, allow_none: bool = False, allow_zero: bool = False) -> None:
         value = getattr(args, name)
@@ -214,6 +231,21 @@ def set_rng_state(state: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------------
 # data: demonstrations -> token ids -> padded batches
 # ---------------------------------------------------------------------------------------------
+def dataset_demonstrations(path: str, env_id: str, top_fraction: float) -> list[tuple[str, str]]:
+    """Every turn of the trajectories in ``path`` as an (observation, utterance) pair; with ``top_fraction``
+    < 1 only the trajectories with the highest returns (ties kept in dataset order), the ILQL paper's %BC."""
+    from lm_gym.offline import load_trajectories
+
+    trajectories = load_trajectories(path)
+    other = sorted(set(trajectories.unique("env_id")) - {env_id})
+    if other:
+        raise ValueError(f"--dataset {path!r} holds trajectories of {other}, not of --env-id {env_id!r}")
+    keep = max(1, math.ceil(top_fraction * len(trajectories)))
+    best = np.argsort(-np.asarray(trajectories["return"]), kind="stable")[:keep]
+    rows = trajectories.select(np.sort(best)).select_columns(["observations", "actions"])
+    return [pair for row in rows for pair in zip(row["observations"], row["actions"], strict=True)]
+
+
 def encode_prompts(tokenizer, texts: list[str], max_prompt_length: int, side: str = "left") -> list[list[int]]:
     """Observation tokens (no special tokens) cut to ``max_prompt_length`` as TokenLevel does: ``side="left"``
     keeps the last tokens, ``"right"`` the first (the task's ``prompt_truncation_side``, CNN/DailyMail: right).
@@ -437,7 +469,7 @@ def main(args: Args) -> dict[str, Any]:
     # ---- task, demonstrations, tokenizer ----
     env = gymnasium.make(args.env_id, **env_kwargs)
     task = env.unwrapped
-    demonstrations = task.demonstrations()
+    demonstrations = task.demonstrations() if args.dataset is None else dataset_demonstrations(args.dataset, args.env_id, args.top_fraction)
     if args.max_examples is not None:
         demonstrations = demonstrations[: args.max_examples]
     if not demonstrations:
@@ -585,7 +617,7 @@ def main(args: Args) -> dict[str, Any]:
 
     result = make_result(
         env_id=args.env_id,
-        algorithm="sft",
+        algorithm="sft" if args.dataset is None else ("bc" if args.top_fraction == 1 else "filtered_bc"),
         seed=args.seed,
         config=asdict(args),
         initial_eval=state["initial_eval"],
@@ -599,7 +631,7 @@ def main(args: Args) -> dict[str, Any]:
         device=str(device),
     )
     write_result(out_dir, result)
-    print(f"{args.env_id} sft seed {args.seed}: final evaluation {format_eval(final_eval)} (start {format_eval(state['initial_eval'])})")
+    print(f"{args.env_id} {result['algorithm']} seed {args.seed}: final evaluation {format_eval(final_eval)} (start {format_eval(state['initial_eval'])})")
     if writer is not None:
         writer.finish()
     if venv is not None:

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from lm_gym.offline import load_trajectories, save_trajectories
 from lm_gym.tasks.wordle import WordleEnv, WordleVocabulary
 from lm_gym.tasks.wordle import offline_data
 from lm_gym.tasks.wordle.board import parse_board
@@ -106,12 +107,13 @@ def test_generated_datasets_replay_exactly(dataset, tmp_path):
     for row in data:
         observations, rewards = offline_data.replay(row, env)
         assert observations == row["observations"] and np.allclose(rewards, row["rewards"])
-        assert row["return"] == pytest.approx(sum(row["rewards"])) and row["terminals"][-1] and not any(row["terminals"][:-1])
+        assert row["return"] == pytest.approx(sum(row["rewards"])) and row["dones"][-1] and not any(row["dones"][:-1])
+        assert row["env_id"] == "lm_gym/Wordle-v0" and not row["truncated"]
         if row["parent_id"] >= 0:
             parent = data[row["parent_id"]]
             assert parent["kind"] == "expert" and row["actions"][: row["branch_turn"]] == parent["actions"][: row["branch_turn"]]
     for path in (tmp_path / "data.parquet", tmp_path / "data.jsonl", tmp_path / "data_dir"):
-        loaded = offline_data.load(offline_data.save(data, path))
+        loaded = load_trajectories(save_trajectories(data, path))
         assert loaded.to_list() == data.to_list()
 
 

@@ -23,3 +23,7 @@ class ConfigurationError(LMGymError, ValueError):
 
 class DataUnavailableError(LMGymError, RuntimeError):
     """A dataset, tokenizer or model could not be loaded from the chosen source."""
+
+
+class TrajectoryFormatError(ConfigurationError):
+    """Offline trajectories that do not follow the format of :mod:`lm_gym.offline`."""

@@ -19,7 +19,9 @@ Datasets (``--dataset``), after the ILQL code base's data scripts:
   both the expert's action and a useless one; plus ``branches`` suboptimal games from the
   empty board (``RandomMixturePolicy(prob_smart)``).
 
-Trajectory schema, one row per game (``TRAJECTORY_FEATURES``):
+Rows are trajectories in the format of :mod:`lm_gym.offline` (``env_id`` is
+``lm_gym/Wordle-v0``, ``truncated`` is False: a game ends by being solved or by its last
+guess), one per game, with Wordle's metadata columns (:func:`metadata_features`):
 
 ===============  ==================  ==========================================================
 field            type                meaning
@@ -28,16 +30,16 @@ field            type                meaning
 ``kind``         string              ``expert``, ``mixture``, ``branch``, ``adversarial`` or ``suboptimal``
 ``policy``       string              the policy that chose the actions (after the branch point)
 ``answer``       string              the hidden word
-``observations`` list of string      the board before each guess
-``actions``      list of string      the guesses
-``rewards``      list of float32     the reward of each guess
-``terminals``    list of bool        True on the last guess
-``return``       float32             sum of rewards
 ``solved``       bool                the last guess was all green
 ``num_guesses``  int32               number of guesses
 ``parent_id``    int64               branch/adversarial games: the expert game they leave, else -1
 ``branch_turn``  int32               branch/adversarial games: guesses copied from the parent, else -1
 ===============  ==================  ==========================================================
+
+The core columns hold the boards before each guess (``observations``), the guesses
+(``actions``), their rewards, ``dones`` (True on the last guess) and ``return``.
+Save and load them with :func:`lm_gym.offline.save_trajectories` and
+:func:`lm_gym.offline.load_trajectories`.
 
 Replaying ``actions`` in ``WordleEnv(mode="hidden_word")`` reset with
 ``options={"answer": answer}`` reproduces ``observations`` and ``rewards`` (see :func:`replay`).
@@ -48,40 +50,35 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError
+from lm_gym.offline import save_trajectories, trajectories_from_rows
 from lm_gym.tasks.wordle.env import WordleEnv
 from lm_gym.tasks.wordle.policies import InfoGainPolicy, RandomMixturePolicy, RepeatPolicy, WordlePolicy, WrongWordPolicy
 from lm_gym.tasks.wordle.vocabulary import WordleVocabulary, default_vocabulary
 
+ENV_ID = "lm_gym/Wordle-v0"
 DATASETS = ("expert", "mixture", "branching", "adversarial")
 BRANCH_POLICIES = ("wrong_word", "mixture")
 
 
-def trajectory_features():
+def metadata_features() -> dict[str, Any]:
+    """The ``datasets`` features of the Wordle columns beyond the core trajectory columns."""
     import datasets
 
-    return datasets.Features(
-        {
-            "game_id": datasets.Value("int64"),
-            "kind": datasets.Value("string"),
-            "policy": datasets.Value("string"),
-            "answer": datasets.Value("string"),
-            "observations": datasets.Sequence(datasets.Value("string")),
-            "actions": datasets.Sequence(datasets.Value("string")),
-            "rewards": datasets.Sequence(datasets.Value("float32")),
-            "terminals": datasets.Sequence(datasets.Value("bool")),
-            "return": datasets.Value("float32"),
-            "solved": datasets.Value("bool"),
-            "num_guesses": datasets.Value("int32"),
-            "parent_id": datasets.Value("int64"),
-            "branch_turn": datasets.Value("int32"),
-        }
-    )
+    return {
+        "game_id": datasets.Value("int64"),
+        "kind": datasets.Value("string"),
+        "policy": datasets.Value("string"),
+        "answer": datasets.Value("string"),
+        "solved": datasets.Value("bool"),
+        "num_guesses": datasets.Value("int32"),
+        "parent_id": datasets.Value("int64"),
+        "branch_turn": datasets.Value("int32"),
+    }
 
 
 @dataclass(frozen=True)
@@ -106,7 +103,7 @@ class GenerationConfig:
 def play_game(env: WordleEnv, policy: WordlePolicy, answer: str, prefix: list[str] = ()) -> dict[str, Any]:
     """One game against ``answer``: the ``prefix`` guesses first, then ``policy``'s."""
     observation, _ = env.reset(options={"answer": answer})
-    row: dict[str, Any] = {"observations": [], "actions": [], "rewards": [], "terminals": []}
+    row: dict[str, Any] = {"env_id": ENV_ID, "observations": [], "actions": [], "rewards": [], "dones": []}
     terminated = False
     while not terminated:
         turn = len(row["actions"])
@@ -115,10 +112,9 @@ def play_game(env: WordleEnv, policy: WordlePolicy, answer: str, prefix: list[st
         observation, reward, terminated, _, info = env.step(action)
         row["actions"].append(action)
         row["rewards"].append(reward)
-        row["terminals"].append(terminated)
+        row["dones"].append(terminated)
     metrics = info["metrics"]
     row.update(answer=answer, policy=policy.name, solved=bool(metrics["solved"]), num_guesses=metrics["num_guesses"])
-    row["return"] = metrics["return"]
     return row
 
 
@@ -175,8 +171,7 @@ def _play(game_id: int) -> list[dict[str, Any]]:
 
 
 def generate(config: GenerationConfig, workers: int = 1, progress: bool = True):
-    """Play ``config.num_games`` games in ``workers`` processes; returns a ``datasets.Dataset``."""
-    import datasets
+    """Play ``config.num_games`` games in ``workers`` processes; returns a ``datasets.Dataset`` of trajectories."""
     from tqdm.auto import tqdm
 
     if config.dataset not in DATASETS:
@@ -205,32 +200,7 @@ def generate(config: GenerationConfig, workers: int = 1, progress: bool = True):
             if row["parent_id"] == -2:
                 row["parent_id"] = first_id
             rows.append({**row, "game_id": len(rows)})
-    return datasets.Dataset.from_list(rows, features=trajectory_features())
-
-
-def save(dataset, path: str | Path) -> Path:
-    """Write ``.parquet``, ``.jsonl``, or (any other path) a ``save_to_disk`` directory."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".parquet":
-        dataset.to_parquet(str(path))
-    elif path.suffix == ".jsonl":
-        dataset.to_json(str(path), lines=True)
-    else:
-        dataset.save_to_disk(str(path))
-    return path
-
-
-def load(path: str | Path):
-    """Load a dataset written by :func:`save`."""
-    import datasets
-
-    path = Path(path)
-    if path.suffix == ".parquet":
-        return datasets.Dataset.from_parquet(str(path), features=trajectory_features())
-    if path.suffix == ".jsonl":
-        return datasets.Dataset.from_json(str(path), features=trajectory_features())
-    return datasets.load_from_disk(str(path))
+    return trajectories_from_rows(rows, metadata_features())
 
 
 def replay(row: dict[str, Any], env: WordleEnv) -> tuple[list[str], list[float]]:
@@ -264,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
         branches=args.branches, branch_policy=args.branch_policy,
     )
     dataset = generate(config, workers=args.workers)
-    path = save(dataset, args.out)
+    path = save_trajectories(dataset, args.out)
     print(f"{len(dataset)} trajectories, mean return {np.mean(dataset['return']):.3f}, "
           f"solve rate {np.mean(dataset['solved']):.3f} -> {path}")
 

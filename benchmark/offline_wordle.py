@@ -1,0 +1,93 @@
+"""Offline RL demonstration on Wordle, the shape of the ILQL paper's Wordle table: BC, %BC and ILQL
+trained on the same suboptimal dataset, each evaluated on the same seeded games.
+
+The dataset (``lm_gym.tasks.wordle.offline_data``, default ``adversarial``, the ILQL paper's
+section 5 data): expert (information-gain) games; for every expert game of three or more
+guesses, games that copy its first two guesses and then repeat one of them; and games of the
+suboptimal mixture policy. At a third-turn state the expert's move and a useless repeat are
+equally common, so cloning the data repeats guesses; a Q function learns that repeating costs
+a turn. ``%BC`` clones the trajectories with the best returns only.
+
+For each seed: ``sft.py --dataset`` (BC), ``sft.py --dataset --top-fraction`` (%BC) and
+``ilql.py --dataset``, the same small GPT-2 and data, each evaluated with the same protocol
+(samples of the policy on ``--eval-games`` games reset with seeds 0, 1, ...). Runs the
+baselines as processes, as the harness does; finished runs are reused.
+
+    python benchmark/offline_wordle.py --seeds 1 2 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from lm_gym.results import load_result
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV_ID = "lm_gym/Wordle-v0"
+
+
+def run(script: str, *arguments: str) -> dict:
+    out_dir = arguments[arguments.index("--out-dir") + 1]
+    result_path = Path(out_dir) / "result.json"
+    if not result_path.is_file():
+        subprocess.run([sys.executable, str(ROOT / "baselines" / script), *arguments], check=True)
+    return load_result(result_path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--dataset", default="adversarial", choices=["adversarial", "branching", "mixture"], help="offline_data dataset")
+    parser.add_argument("--num-games", type=int, default=2000, help="expert games the dataset starts from")
+    parser.add_argument("--num-answers", type=int, default=100, help="seeded subset of the answers (env and data)")
+    parser.add_argument("--top-fraction", type=float, default=0.1, help="%%BC: fraction of trajectories kept, by return")
+    parser.add_argument("--epochs", type=int, default=2, help="passes over the data (every method)")
+    parser.add_argument("--eval-games", type=int, default=256, help="evaluation games (seeds 0 .. N-1), the same for every run")
+    parser.add_argument("--beta", type=float, default=4.0, help="ILQL's advantage weight at inference")
+    parser.add_argument("--ilql-args", default="", help="extra ilql.py arguments, e.g. '--tau 0.9'")
+    parser.add_argument("--out-dir", default="runs/offline_wordle")
+    args = parser.parse_args()
+
+    out_dir = Path(args.out_dir)
+    env_kwargs = json.dumps({"num_answers": args.num_answers})
+    dataset = out_dir / f"wordle_{args.dataset}_{args.num_games}.parquet"
+    if not dataset.is_file():
+        subprocess.run(
+            [sys.executable, "-m", "lm_gym.tasks.wordle.offline_data", "--dataset", args.dataset, "--num-games", str(args.num_games),
+             "--num-answers", str(args.num_answers), "--workers", "2", "--out", str(dataset)],
+            check=True,
+        )
+    common = ["--env-id", ENV_ID, "--env-kwargs", env_kwargs, "--dataset", str(dataset), "--epochs", str(args.epochs),
+              "--eval-episodes", str(args.eval_games), "--eval-batch-size", "64"]
+    methods = {
+        "BC": ("sft.py", []),
+        f"%BC ({args.top_fraction:g})": ("sft.py", ["--top-fraction", str(args.top_fraction)]),
+        f"ILQL (beta {args.beta:g})": ("ilql.py", ["--beta", str(args.beta), *args.ilql_args.split()]),
+    }
+    table: dict[str, list[tuple[float, float, float]]] = {name: [] for name in methods}
+    for seed in args.seeds:
+        for (name, (script, extra)), tag in zip(methods.items(), ("bc", "pct_bc", "ilql"), strict=True):
+            result = run(script, *common, *extra, "--seed", str(seed), "--out-dir", str(out_dir / f"{tag}-seed{seed}"))
+            final = result["final_eval"]
+            table[name].append((final["mean_return"], final.get("mean_solved", float("nan")), result["wall_time_s"] / 60))
+            print(f"{name} seed {seed}: mean return {final['mean_return']:.3f} over {final['num_episodes']} games, "
+                  f"solved {final.get('mean_solved', float('nan')):.3f}, {result['wall_time_s'] / 60:.1f} min")
+
+    print(f"\ndataset: {dataset.name}; {args.eval_games} evaluation games per run; seeds {args.seeds}")
+    print(f"{'method':<18}{'mean return':>18}{'solved':>10}{'minutes':>9}  per seed")
+    for name, rows in table.items():
+        returns, solved, minutes = (np.array(column) for column in zip(*rows))
+        print(f"{name:<18}{returns.mean():>10.3f} +- {returns.std():.3f}{solved.mean():>10.3f}{minutes.mean():>9.1f}  "
+              + " ".join(f"{r:.3f}" for r in returns))
+    ilql, bc = np.array([row[0] for row in table[list(methods)[2]]]), np.array([row[0] for row in table["BC"]])
+    print(f"ILQL beats BC for every seed: {bool((ilql > bc).all())}")
+
+
+if __name__ == "__main__":
+    main()
