@@ -133,8 +133,8 @@ class Args:
     """inference: weight of the advantage min(Q1', Q2') - V added to the policy's log-probabilities (0: behaviour cloning)"""
 
     # ---- optimization ----
-    learning_rate: float = 3e-4
-    """AdamW learning rate (constant after warmup, as the ILQL code base)"""
+    learning_rate: float = 1e-3
+    """AdamW learning rate, constant after warmup as in the ILQL code base (1e-3 suits small models from scratch, as sft.py's default; pretrained ones want ~1e-5)"""
     warmup_steps: int = 100
     """linear warmup steps"""
     batch_size: int = 64

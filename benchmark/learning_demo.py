@@ -54,6 +54,7 @@ def main() -> None:
     parser.add_argument("--env-kwargs", help="JSON env arguments instead of the task's default, e.g. '{\"num_answers\": 100}'")
     parser.add_argument("--out-dir", default="runs/learning_demo")
     parser.add_argument("--rl-args", default="", help="extra arguments for the RL baselines, e.g. '--learning-rate 2e-4'")
+    parser.add_argument("--sft-args", default="", help="extra arguments for sft.py, e.g. '--learning-rate 2e-3'")
     parser.add_argument("--model-config", help="JSON model config for sft.py instead of its default small GPT-2, e.g. a T5")
     args = parser.parse_args()
 
@@ -64,7 +65,7 @@ def main() -> None:
     for seed in args.seeds:
         sft_dir = f"{out_dir}/sft-seed{seed}"
         model = ["--model-config", args.model_config] if args.model_config else []
-        run("sft.py", "--env-id", env_id, "--env-kwargs", env_kwargs, "--seed", str(seed), "--epochs", str(args.sft_epochs), "--out-dir", sft_dir, *model)
+        run("sft.py", "--env-id", env_id, "--env-kwargs", env_kwargs, "--seed", str(seed), "--epochs", str(args.sft_epochs), "--out-dir", sft_dir, *model, *args.sft_args.split())
         for algo in args.algos:
             result = run(
                 f"{algo}.py", "--env-id", env_id, "--env-kwargs", env_kwargs, "--seed", str(seed), "--init-from", f"{sft_dir}/checkpoint",

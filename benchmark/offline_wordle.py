@@ -9,9 +9,10 @@ equally common, so cloning the data repeats guesses; a Q function learns that re
 a turn. ``%BC`` clones the trajectories with the best returns only.
 
 For each seed: ``sft.py --dataset`` (BC), ``sft.py --dataset --top-fraction`` (%BC) and
-``ilql.py --dataset``, the same small GPT-2 and data, each evaluated with the same protocol
-(samples of the policy on ``--eval-games`` games reset with seeds 0, 1, ...). Runs the
-baselines as processes, as the harness does; finished runs are reused.
+``ilql.py --dataset``: the same small GPT-2 from scratch, data, batch size and number of
+optimizer steps, each evaluated with the same protocol (samples of the policy on
+``--eval-games`` games reset with seeds 0, 1, ...). Runs the baselines as processes, as the
+harness does; finished runs are reused.
 
     python benchmark/offline_wordle.py --seeds 1 2 3
 """
@@ -35,7 +36,8 @@ ENV_ID = "lm_gym/Wordle-v0"
 def run(script: str, *arguments: str) -> dict:
     out_dir = arguments[arguments.index("--out-dir") + 1]
     result_path = Path(out_dir) / "result.json"
-    if not result_path.is_file():
+    config = load_result(result_path)["config"] if result_path.is_file() else None
+    if config is None or (script == "ilql.py" and config["beta"] != float(arguments[arguments.index("--beta") + 1])):
         subprocess.run([sys.executable, str(ROOT / "baselines" / script), *arguments], check=True)
     return load_result(result_path)
 
@@ -46,10 +48,11 @@ def main() -> None:
     parser.add_argument("--dataset", default="adversarial", choices=["adversarial", "branching", "mixture"], help="offline_data dataset")
     parser.add_argument("--num-games", type=int, default=2000, help="expert games the dataset starts from")
     parser.add_argument("--num-answers", type=int, default=100, help="seeded subset of the answers (env and data)")
-    parser.add_argument("--top-fraction", type=float, default=0.1, help="%%BC: fraction of trajectories kept, by return")
-    parser.add_argument("--epochs", type=int, default=2, help="passes over the data (every method)")
+    parser.add_argument("--top-fraction", type=float, default=0.3, help="%%BC: fraction of trajectories kept, by return")
+    parser.add_argument("--steps", type=int, default=1192, help="optimizer steps of every method (1192: 4 passes over the default data)")
+    parser.add_argument("--batch-size", type=int, default=64, help="turns per optimizer step (every method)")
     parser.add_argument("--eval-games", type=int, default=256, help="evaluation games (seeds 0 .. N-1), the same for every run")
-    parser.add_argument("--beta", type=float, default=4.0, help="ILQL's advantage weight at inference")
+    parser.add_argument("--beta", type=float, default=1.0, help="ILQL's advantage weight at inference")
     parser.add_argument("--ilql-args", default="", help="extra ilql.py arguments, e.g. '--tau 0.9'")
     parser.add_argument("--out-dir", default="runs/offline_wordle")
     args = parser.parse_args()
@@ -63,8 +66,11 @@ def main() -> None:
              "--num-answers", str(args.num_answers), "--workers", "2", "--out", str(dataset)],
             check=True,
         )
-    common = ["--env-id", ENV_ID, "--env-kwargs", env_kwargs, "--dataset", str(dataset), "--epochs", str(args.epochs),
-              "--eval-episodes", str(args.eval_games), "--eval-batch-size", "64"]
+    # the same data, optimizer steps, batch size and evaluation games for every method; --resume: an interrupted
+    # demo goes on, and a finished ILQL run is only evaluated again when --beta changes
+    common = ["--env-id", ENV_ID, "--env-kwargs", env_kwargs, "--dataset", str(dataset), "--epochs", "1000",
+              "--max-steps", str(args.steps), "--batch-size", str(args.batch_size), "--eval-episodes", str(args.eval_games),
+              "--eval-batch-size", "64", "--resume"]
     methods = {
         "BC": ("sft.py", []),
         f"%BC ({args.top_fraction:g})": ("sft.py", ["--top-fraction", str(args.top_fraction)]),

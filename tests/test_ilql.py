@@ -122,7 +122,8 @@ def run(ilql, out_dir, **overrides):
 
 @pytest.mark.parametrize("separate_trunk", [False, True])
 def test_smoke_training_on_wordle(ilql, wordle_dataset, tmp_path, separate_trunk):
-    run(ilql, tmp_path, dataset=wordle_dataset, separate_trunk=separate_trunk, policy_loss="awac" if separate_trunk else "bc")
+    # shared trunk: plain BC loss and --track (an offline wandb run); separate trunk: the awac loss
+    run(ilql, tmp_path, dataset=wordle_dataset, separate_trunk=separate_trunk, policy_loss="awac" if separate_trunk else "bc", track=not separate_trunk)
     saved = load_result(tmp_path)  # validates against lm_gym.results' schema
     assert saved["algorithm"] == "ilql" and saved["env_id"] == "lm_gym/Wordle-v0"
     assert [row["step"] for row in saved["curves"]] == [1, 2, 3]
@@ -131,6 +132,7 @@ def test_smoke_training_on_wordle(ilql, wordle_dataset, tmp_path, separate_trunk
     assert -6 <= saved["final_eval"]["mean_return"] <= 0 and saved["final_eval"]["num_episodes"] == 4
     checkpoint = tmp_path / saved["checkpoint"]
     assert (checkpoint / "ilql_heads.pt").is_file() and (checkpoint / "value_trunk").is_dir() == separate_trunk
+    assert bool(list((tmp_path / "wandb").glob("offline-run-*/*.wandb"))) != separate_trunk
 
 
 def test_smoke_training_on_imdb_references(ilql, tmp_path):
