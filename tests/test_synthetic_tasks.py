@@ -6,6 +6,7 @@ import hashlib
 import itertools
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -192,6 +193,20 @@ def test_cnn_dailymail_key_facts_lead_but_not_only():
         late += sum(c < 0.6 for c in coverage)
         total += len(lines)
     assert 0.2 < late / total < 0.6
+
+
+def test_cnn_dailymail_highlights_follow_from_the_genre():
+    # the same genre always highlights the same key sentences: the target is a function of the article
+    rng = random.Random(0)
+    for name, genre in cnn_dailymail.GENRES.items():
+        assert genre.highlighted[0] == "lead" and set(genre.highlighted) <= {"lead", "detail", "extra", "late"}
+        for _ in range(30):
+            article, highlights = cnn_dailymail._story(rng, genre)
+            assert len(highlights) == len(genre.highlighted), name
+            sentences = SENTENCE_END.split(article.removeprefix("(CNN) -- "))
+            late_words = set(words(" ".join(sentences[cnn_dailymail.EXTRA_POSITIONS[-1] + 1 :])))  # the late fact's part
+            restates_late = any(set(words(line)) <= late_words for line in highlights)
+            assert restates_late == ("late" in genre.highlighted), (name, article, highlights)
 
 
 def test_cnn_dailymail_lead3_rouge():
