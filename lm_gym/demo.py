@@ -1,7 +1,7 @@
 """The offline demo: every lm-gym env played with simple policies.
 
 Run ``python -m lm_gym.demo`` (or ``lm-gym-demo``). Everything is built offline: synthetic
-data, the n-gram sentiment and dialogue-act rewards, a BPE tokenizer trained on the reviews
+data, the n-gram sentiment, dialogue-act and upvote rewards, a BPE tokenizer trained on the reviews
 and the Wordle feedback table (cached in ``$LM_GYM_CACHE``, default ``~/.cache/lm_gym``).
 The METEOR-based tasks need the WordNet database (``apt-get install wordnet-base``); without
 it the demo says so and goes on.
@@ -17,10 +17,13 @@ import numpy as np
 
 import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.errors import DataUnavailableError
+from lm_gym.tasks.visdial.policies import InformativeQuestioner, RandomQuestioner, YesNoQuestioner
 from lm_gym.tasks.wordle.policies import InfoGainPolicy, RandomMixturePolicy, RandomPolicy
 
 POSITIVE = "The acting was brilliant and the ending was wonderful. A superb, moving film."
 NEGATIVE = "The acting was awful and the ending was boring. A dull, tedious film."
+HELPFUL_REPLY = "In my experience it helps to start small and practice every day, because it builds the habit."
+RUDE_REPLY = "Only a moron would write this, you clown."
 
 
 def play_utterances(env: gymnasium.Env, policy, episodes: int, seed: int) -> np.ndarray:
@@ -114,6 +117,24 @@ def main(argv: list[str] | None = None) -> None:
         if terminated:
             break
     print("  an info-gain game:\n    " + "\n    ".join(board.splitlines()[1:]))
+
+    print("\nlm_gym/VisDial-v0 (synthetic scenes): mean return per scripted questioner (-1 per question until the cutoff)")
+    visdial = gymnasium.make("lm_gym/VisDial-v0", source="synthetic", split="validation")
+    for questioner in (InformativeQuestioner(), YesNoQuestioner(seed=args.seed), RandomQuestioner(seed=args.seed)):
+        rewards = play_utterances(visdial, questioner, args.episodes, args.seed)
+        print(f"  {type(questioner).__name__:<22} {rewards.mean():.3f} +- {rewards.std():.3f}")
+    caption, _ = visdial.reset(seed=args.seed)
+    question = InformativeQuestioner()(caption)
+    _, _, _, _, info = visdial.step(question)
+    print(f"  e.g. {caption!r} -> {question!r} -> {info['answer']!r} (target's percentile {info['percentile']:.2f})")
+
+    print("\nlm_gym/Reddit-v0 (synthetic threads): mean reward per reply and reward")
+    for reward in ("toxicity", "upvotes_model"):
+        reddit = gymnasium.make("lm_gym/Reddit-v0", source="synthetic", split="validation", reward=reward)
+        for name, policy in (("a helpful reply", lambda _: HELPFUL_REPLY), ("a rude reply", lambda _: RUDE_REPLY),
+                             ("the real reply", lambda _: reddit.unwrapped._sample.references[0])):
+            rewards = play_utterances(reddit, policy, args.episodes, args.seed)
+            print(f"  {reward:<14} {name:<16} {rewards.mean():.3f} +- {rewards.std():.3f}")
     print(f"done in {time.perf_counter() - start:.1f}s")
 
 

@@ -141,6 +141,24 @@ def test_smoke_training_on_imdb_references(ilql, tmp_path):
     assert load_result(tmp_path)["final_eval"]["num_episodes"] == 2
 
 
+def test_smoke_training_on_visdial_questioners(ilql, tmp_path):
+    from lm_gym.tasks.visdial.offline_data import scripted_dialogues
+
+    path = save_trajectories(scripted_dialogues("mixture", 16, seed=0), tmp_path / "visdial.parquet")
+    result = run(ilql, tmp_path / "run", env_id="lm_gym/VisDial-v0", env_kwargs='{"source": "synthetic"}', dataset=str(path))
+    assert all(math.isfinite(row["loss"]) for row in result["curves"])
+    assert -10 <= load_result(tmp_path / "run")["final_eval"]["mean_return"] <= 0
+
+
+def test_smoke_training_on_reddit_comments(ilql, tmp_path):
+    from lm_gym.tasks.reddit.offline_data import comment_trajectories
+
+    path = save_trajectories(comment_trajectories("train", {"source": "synthetic"}, max_samples=64, progress=False), tmp_path / "reddit.parquet")
+    result = run(ilql, tmp_path / "run", env_id="lm_gym/Reddit-v0", env_kwargs='{"source": "synthetic"}', dataset=str(path), max_new_tokens=16)
+    assert all(math.isfinite(row["loss"]) for row in result["curves"])
+    assert -10 <= load_result(tmp_path / "run")["final_eval"]["mean_return"] <= 0
+
+
 def test_resume_continues_from_the_checkpoint(ilql, wordle_dataset, tmp_path):
     first = run(ilql, tmp_path, dataset=wordle_dataset, max_steps=2)
     resumed = run(ilql, tmp_path, dataset=wordle_dataset, max_steps=4, resume=True)

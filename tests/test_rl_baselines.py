@@ -1,4 +1,4 @@
-"""Smoke trainings of the RL baselines (PPO, NLPO): IMDB and Wordle, causal and seq2seq."""
+"""Smoke trainings of the RL baselines (PPO, NLPO): IMDB and Wordle, causal and seq2seq; VisDial and Reddit."""
 
 import math
 
@@ -14,6 +14,8 @@ GPT2_CONFIG = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 64, "n_head": 2}'
 ENVS = {
     "imdb": ("lm_gym/IMDB-v0", '{"source": "synthetic"}'),
     "wordle": ("lm_gym/Wordle-v0", '{"num_answers": 100}'),
+    "visdial": ("lm_gym/VisDial-v0", '{"source": "synthetic"}'),
+    "reddit": ("lm_gym/Reddit-v0", '{"source": "synthetic"}'),
 }
 
 
@@ -45,6 +47,18 @@ def test_smoke_training(baseline, env, architecture, tmp_path):
     assert set(saved["final_eval"]) >= {"mean_return", "std_return"} and set(saved["initial_eval"]) >= {"mean_return"}
     assert saved["tokens_per_s"] > 0 and saved["peak_memory_mb"] > 0 and saved["wall_time_s"] > 0 and saved["episodes_per_s"] > 0
     assert (tmp_path / saved["checkpoint"] / "model.safetensors").is_file() and result["seed"] == 1
+
+
+@pytest.mark.parametrize("env", ["visdial", "reddit"])
+def test_smoke_training_on_the_ilql_dialogue_tasks(baseline, env, tmp_path):
+    run(baseline, tmp_path, env=env)
+    saved = load_result(tmp_path)
+    assert saved["env_id"] == ENVS[env][0] and [row["step"] for row in saved["curves"]] == [1, 2]
+    assert all(math.isfinite(row[key]) for row in saved["curves"] for key in ("pg_loss", "vf_loss", "kl", "mean_return"))
+    if env == "visdial":  # -1 per question until the cutoff, at most 10 questions
+        assert all(-10 <= row["mean_return"] <= 0 for row in saved["curves"])
+    else:  # toxicity levels 0, 1, 2 times -5
+        assert all(-10 <= row["mean_return"] <= 0 for row in saved["curves"])
 
 
 def test_resume_continues_from_the_checkpoint(baseline, tmp_path):

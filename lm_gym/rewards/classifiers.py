@@ -57,13 +57,19 @@ class TransformersClassifier:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         self.device = resolve_device("reward_device", device)
-        if not Path(model_name_or_path).exists():
-            require_hub(f"the {what} {model_name_or_path!r}", offline_hint)
+        try:
+            local = Path(model_name_or_path).exists()
+        except OSError:  # a name too long for a path
+            local = False
+        if not local:
+            require_hub(f"the {what} {model_name_or_path!r:.200}", offline_hint)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model_name_or_path)
             model = AutoModelForSequenceClassification.from_pretrained(model_name_or_path)
-        except OSError as error:
-            raise DataUnavailableError(f"could not load the {what} {model_name_or_path!r} ({error}). {offline_hint}") from error
+        except (OSError, ValueError) as error:  # ValueError: a directory without a model
+            raise DataUnavailableError(
+                f"could not load the {what} {model_name_or_path!r:.200} ({type(error).__name__}: {error}). {offline_hint}"
+            ) from error
         self.model = model.to(self.device).eval()
         self.labels = {int(i): str(name) for i, name in model.config.id2label.items()}
         self.batch_size = batch_size
