@@ -474,3 +474,10 @@ def test_image_features_from_hdf5(tmp_path):
     assert np.allclose(features[5], [0.6, 0.8]) and np.allclose(features[3], [2**-0.5, 2**-0.5])
     with pytest.raises(DataUnavailableError, match="no features for 1 image ids"):
         load_image_features(path, [4])
+
+
+def test_every_split_gets_the_train_splits_tokenizer():
+    corpora = [VisDialEnv(split=split).tokenizer_corpus() for split in ("train", "validation", "test")]
+    assert len({key for key, _ in corpora}) == 1
+    train_captions = {image.caption for image in VisDialEnv(split="train").images}
+    assert {text.splitlines()[0] for text in corpora[1][1]} == train_captions

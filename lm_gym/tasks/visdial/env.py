@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from lm_gym.core.errors import ConfigurationError
+from lm_gym.core.errors import ConfigurationError, DataUnavailableError
 from lm_gym.core.sources import SPLITS
 from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv
 from lm_gym.core.validation import check_choice, check_int, check_number, check_path
@@ -362,14 +362,20 @@ class VisDialEnv(TextEnv):
         return pairs
 
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
-        """Every image's caption with a dialogue: the human rounds (local), or each template
-        question about the scene's objects with the scene's answers (synthetic)."""
+        """The train split's captions with a dialogue each, whatever the env's split, so every
+        split gets the same tokenizer: the human rounds (local; the env's own split when
+        ``data_dir`` holds no train file), or each template question about the scene's objects
+        with the scene's answers (synthetic, the default train gallery)."""
         if self.source == "local":
-            texts = [dialogue_text(image.caption, image.content.rounds) for image in self.images]
+            try:
+                images = release_images(self.data_dir, "train")
+            except (ConfigurationError, DataUnavailableError):  # e.g. only the val json at hand
+                images = self.images
+            texts = [dialogue_text(image.caption, image.content.rounds) for image in images]
         else:
-            texts = [dialogue_text(image.caption, _template_dialogue(image.content)) for image in self.images]
+            texts = [dialogue_text(image.caption, _template_dialogue(image.content)) for image in synthetic.gallery("train")]
         digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-        return f"visdial-{self.source}-{self.split}-{digest}", texts
+        return f"visdial-{self.source}-{digest}", texts
 
 
 def _template_dialogue(scene: synthetic.Scene) -> Dialogue:
