@@ -13,7 +13,7 @@ reward call:
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -287,3 +287,27 @@ def join_text(prompt: str, continuation: str) -> str:
     if not continuation or not prompt or prompt[-1].isspace() or continuation[0].isspace():
         return prompt + continuation
     return prompt + " " + continuation
+
+
+def play_actions(env: gymnasium.Env, actions: Sequence[str], options: dict[str, Any] | None = None) -> tuple[list[str], list[float]]:
+    """Reset ``env`` with ``options`` and play ``actions``: the observation before each action, and each reward."""
+    observation, _ = env.reset(options=options)
+    observations, rewards = [], []
+    for action in actions:
+        observations.append(observation)
+        observation, reward, *_ = env.step(action)
+        rewards.append(float(reward))
+    return observations, rewards
+
+
+def play_policy(env: gymnasium.Env, policy: Callable[[str], str], num_games: int, seed: int = 0) -> list[tuple[str, str]]:
+    """The ``(observation, action)`` pairs of ``num_games`` games of ``policy``, game ``j`` reset with ``seed + j``."""
+    pairs = []
+    for index in range(num_games):
+        observation, _ = env.reset(seed=seed + index)
+        terminated = truncated = False
+        while not (terminated or truncated):
+            action = policy(observation)
+            pairs.append((observation, action))
+            observation, _, terminated, truncated, _ = env.step(action)
+    return pairs

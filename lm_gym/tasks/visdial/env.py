@@ -13,7 +13,7 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
 from lm_gym.core.sources import SPLITS
-from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv
+from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, play_policy
 from lm_gym.core.validation import check_choice, check_int, check_number, check_path
 from lm_gym.tasks.visdial import synthetic
 from lm_gym.tasks.visdial.data import release_images
@@ -351,15 +351,7 @@ class VisDialEnv(TextEnv):
             ]
         from lm_gym.tasks.visdial.policies import InformativeQuestioner
 
-        expert, game, pairs = InformativeQuestioner(), self.replicate(), []
-        for index in range(num_games):
-            observation, _ = game.reset(seed=seed + index)
-            terminated = False
-            while not terminated:
-                question = expert(observation)
-                pairs.append((observation, question))
-                observation, _, terminated, _, _ = game.step(question)
-        return pairs
+        return play_policy(self.replicate(), InformativeQuestioner(), num_games, seed)
 
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         """The train split's captions with a dialogue each, whatever the env's split, so every

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError
+from lm_gym.core.text_env import play_actions
 from lm_gym.core.validation import check_int
 from lm_gym.offline import save_trajectories, trajectories_from_rows
 from lm_gym.tasks.visdial.dialogue import dialogue_text
@@ -184,13 +185,7 @@ def scripted_dialogues(
 
 def replay(row: Mapping[str, Any], env: VisDialEnv) -> tuple[list[str], list[float]]:
     """The observations and rewards of replaying ``row["actions"]`` in ``env`` on the row's image."""
-    observation, _ = env.reset(options={"index": row["image_index"]})
-    observations, rewards = [], []
-    for action in row["actions"]:
-        observations.append(observation)
-        observation, reward, *_ = env.step(action)
-        rewards.append(reward)
-    return observations, rewards
+    return play_actions(env, row["actions"], {"index": row["image_index"]})
 
 
 def main(argv: list[str] | None = None) -> None:

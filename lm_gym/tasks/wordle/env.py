@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError
-from lm_gym.core.text_env import StepResult, TextEnv
+from lm_gym.core.text_env import StepResult, TextEnv, play_policy
 from lm_gym.core.validation import check_choice, check_int, check_number
 from lm_gym.tasks.wordle.board import INVALID, UNKNOWN, board_text, feedback_line
 from lm_gym.tasks.wordle.engine import ALL_GREEN, pattern_table, pattern_to_text
@@ -198,17 +198,8 @@ class WordleEnv(TextEnv):
         """``(board, guess)`` pairs of ``num_games`` seeded games of the information-gain policy."""
         from lm_gym.tasks.wordle.policies import InfoGainPolicy
 
-        expert = InfoGainPolicy(self.vocabulary)
         game = WordleEnv(vocabulary=self.vocabulary, mode="hidden_word", max_guesses=self.max_guesses)
-        pairs = []
-        for index in range(num_games):
-            board, _ = game.reset(seed=seed + index)
-            terminated = False
-            while not terminated:
-                guess = expert(board)
-                pairs.append((board, guess))
-                board, _, terminated, _, _ = game.step(guess)
-        return pairs
+        return play_policy(game, InfoGainPolicy(self.vocabulary), num_games, seed)
 
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         """Boards of random games: every guess word once, with the feedback it gets."""

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError
+from lm_gym.core.text_env import play_actions
 from lm_gym.offline import save_trajectories, trajectories_from_rows
 from lm_gym.tasks.wordle.env import WordleEnv
 from lm_gym.tasks.wordle.policies import InfoGainPolicy, RandomMixturePolicy, RepeatPolicy, WordlePolicy, WrongWordPolicy
@@ -205,13 +206,7 @@ def generate(config: GenerationConfig, workers: int = 1, progress: bool = True):
 
 def replay(row: dict[str, Any], env: WordleEnv) -> tuple[list[str], list[float]]:
     """The observations and rewards of replaying ``row["actions"]`` in ``env`` (``hidden_word`` mode)."""
-    observation, _ = env.reset(options={"answer": row["answer"]})
-    observations, rewards = [], []
-    for action in row["actions"]:
-        observations.append(observation)
-        observation, reward, *_ = env.step(action)
-        rewards.append(reward)
-    return observations, rewards
+    return play_actions(env, row["actions"], {"answer": row["answer"]})
 
 
 def main(argv: list[str] | None = None) -> None:
