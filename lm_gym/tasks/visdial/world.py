@@ -59,26 +59,20 @@ class _FunctionRanker:
 
 def as_answerer(value: Any, name: str = "answerer") -> Answerer:
     """``value`` if it has an ``answer`` method, a plain function wrapped as one, else ``ConfigurationError``."""
-    if isinstance(value, Answerer):
-        return value
-    if callable(value) and not isinstance(value, type):
-        return _FunctionAnswerer(value)
-    raise ConfigurationError(
-        f"{name} must be an object with answer(image, dialogue, question) -> str or such a function, "
-        f"got {type(value).__name__}: {value!r:.80}"
-    )
+    return _as_component(value, Answerer, _FunctionAnswerer, name, "answer(image, dialogue, question) -> str")
 
 
 def as_ranker(value: Any, name: str = "ranker") -> Ranker:
     """``value`` if it has a ``percentiles`` method, a plain function wrapped as one, else ``ConfigurationError``."""
-    if isinstance(value, Ranker):
+    return _as_component(value, Ranker, _FunctionRanker, name, "percentiles(images, dialogues) -> array")
+
+
+def _as_component(value: Any, protocol: type, wrapper: Callable[[Any], Any], name: str, signature: str) -> Any:
+    if isinstance(value, protocol):
         return value
     if callable(value) and not isinstance(value, type):
-        return _FunctionRanker(value)
-    raise ConfigurationError(
-        f"{name} must be an object with percentiles(images, dialogues) -> array or such a function, "
-        f"got {type(value).__name__}: {value!r:.80}"
-    )
+        return wrapper(value)
+    raise ConfigurationError(f"{name} must be an object with {signature} or such a function, got {type(value).__name__}: {value!r:.80}")
 
 
 def ask(answerer: Answerer, image: HiddenImage, dialogue: Dialogue, question: str) -> str:
