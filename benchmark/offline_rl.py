@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64, help="turns per optimizer step (every method)")
     parser.add_argument("--eval-games", type=int, default=256, help="evaluation games (seeds 0 .. N-1), the same for every run")
     parser.add_argument("--beta", type=float, default=1.0, help="ILQL's advantage weight at inference")
-    parser.add_argument("--ilql-args", default="", help="extra ilql.py arguments, e.g. '--tau 0.9'")
+    parser.add_argument("--ilql-args", default="", help="extra ilql.py arguments, joined to the flag by '=': --ilql-args='--tau 0.9'")
     parser.add_argument("--out-dir", help="default: runs/offline_<task>")
     args = parser.parse_args()
 
