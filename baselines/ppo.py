@@ -477,7 +477,8 @@ def main(args: Args) -> dict:
         returns = advantages + old_values
         valid = mask.bool()
         advantages = (advantages - advantages[valid].mean()) / (advantages[valid].std() + 1e-8) * mask
-        rollout_seconds += time.time() - iteration_start
+        iteration_rollout_seconds = time.time() - iteration_start  # generation, scoring, forward passes, advantages
+        rollout_seconds += iteration_rollout_seconds
 
         # ---- PPO update (the policy stays in eval mode: dropout off, so log-probs match the rollout's)
         stats = {"pg_loss": [], "vf_loss": [], "entropy": [], "approx_kl": [], "clipfrac": []}
@@ -532,6 +533,7 @@ def main(args: Args) -> dict:
             "learning_rate": optimizer.param_groups[0]["lr"],
             "response_tokens": float(mask.sum(1).mean()),
             "seconds": time.time() - iteration_start,  # rollout and update, without evaluation
+            "rollout_seconds": iteration_rollout_seconds,
             **{key: float(np.mean(values)) for key, values in stats.items()},
         }
         for key in episode_metrics[0] if episode_metrics else []:

@@ -19,3 +19,4 @@ register_task("lm_gym/CNNDailyMail-v0", "lm_gym.tasks.cnn_dailymail:CNNDailyMail
 register_task("lm_gym/DailyDialog-v0", "lm_gym.tasks.dailydialog:DailyDialogEnv")
 register_task("lm_gym/VisDial-v0", "lm_gym.tasks.visdial:VisDialEnv")
 register_task("lm_gym/Reddit-v0", "lm_gym.tasks.reddit:RedditEnv")
+register_task("lm_gym/Prompts-v0", "lm_gym.tasks.prompts:PromptsEnv")

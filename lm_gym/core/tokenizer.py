@@ -2,7 +2,8 @@
 
 Offline, ``TokenLevel`` envs use a byte-level BPE tokenizer trained with Hugging Face
 ``tokenizers`` on the task's training text (:meth:`TextEnv.tokenizer_corpus`) and cached
-under ``$LM_GYM_CACHE/tokenizers/<key>``. It is saved in the ``transformers`` format, so
+under ``$LM_GYM_CACHE/tokenizers/<key>``. :func:`word_tokenizer` builds a word-level one
+from a word list (the speed benchmark's standard workload). It is saved in the ``transformers`` format, so
 ``AutoTokenizer.from_pretrained(<that directory>)`` loads it too, and baselines can save it
 beside their checkpoints.
 """
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|pad|>"
+UNK_TOKEN = "<unk>"
 
 
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
@@ -72,4 +74,26 @@ def train_tokenizer(corpus: Iterable[str], key: str, vocab_size: int = 4096) -> 
         wrapped.save_pretrained(directory)
 
     directory = cached_directory("tokenizers", f"{key}-bpe{vocab_size}", build)
+    return PreTrainedTokenizerFast.from_pretrained(directory)
+
+
+def word_tokenizer(words: Iterable[str], key: str) -> PreTrainedTokenizerBase:
+    """A word-level tokenizer: ids 0-2 are ``<|endoftext|>`` (BOS and EOS), ``<|pad|>`` and
+    ``<unk>``, then one id per word in the order given. Text splits on whitespace and decodes
+    with single spaces, so a text of known words round-trips. Cached under ``key``."""
+    from transformers import PreTrainedTokenizerFast
+
+    vocabulary = [EOS_TOKEN, PAD_TOKEN, UNK_TOKEN] + list(dict.fromkeys(words))
+
+    def build(directory: Path) -> None:
+        from tokenizers import Tokenizer, models, pre_tokenizers
+
+        tokenizer = Tokenizer(models.WordLevel({word: i for i, word in enumerate(vocabulary)}, unk_token=UNK_TOKEN))
+        tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        wrapped = PreTrainedTokenizerFast(
+            tokenizer_object=tokenizer, bos_token=EOS_TOKEN, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN, unk_token=UNK_TOKEN
+        )
+        wrapped.save_pretrained(directory)
+
+    directory = cached_directory("tokenizers", f"{key}-word{len(vocabulary)}", build)
     return PreTrainedTokenizerFast.from_pretrained(directory)

@@ -1,0 +1,120 @@
+"""One contender of the speed benchmark in its own process: lm-gym's PPO or GRPO/RLOO baseline
+on the standard workload, or the limit (plain ``model.generate`` of the same batch).
+
+    python benchmark/perf/ours.py --contender ppo --workload-dir runs/perf --iterations 5
+
+The baselines run as users run them, on ``lm_gym/Prompts-v0`` (the workload's prompts and
+reward) through the native vector env, with no evaluation. The last stdout line is a JSON
+object: per-iteration seconds (warm-up iterations dropped), rollout seconds, sequences per
+iteration and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parents[1] / "baselines")]
+
+import workload  # noqa: E402
+
+
+def baseline_args(algorithm: str, model_dir: Path, iterations: int, out_dir: str, beta: float) -> list[str]:
+    """The baseline's command line for the standard workload."""
+    common = [
+        "--env-id", "lm_gym/Prompts-v0", "--model-name", str(model_dir), "--iterations", str(iterations),
+        "--num-minibatches", str(workload.MINIBATCHES), "--learning-rate", str(workload.LEARNING_RATE), "--no-anneal-lr",
+        "--min-new-tokens", str(workload.NEW_TOKENS), "--temperature", "1.0", "--eval-every", "0", "--eval-episodes", "1",
+        "--eval-batch-size", "1", "--save-every", "0", "--out-dir", out_dir, "--torch-threads", str(torch_threads()), "--device", "cpu",
+    ]
+    if algorithm == "ppo":
+        return [*common, "--num-envs", str(workload.SEQUENCES_PER_ITERATION), "--update-epochs", "1",
+                "--kl-coef", str(workload.KL_COEF), "--kl-target", "None"]
+    return [*common, "--num-prompts", str(workload.SEQUENCES_PER_ITERATION // workload.GROUP_SIZE), "--group-size", str(workload.GROUP_SIZE),
+            "--update-epochs", "1", "--beta", str(beta), *(["--rloo"] if algorithm == "rloo" else [])]
+
+
+def torch_threads() -> int:
+    return int(os.environ.get("OMP_NUM_THREADS", "2"))
+
+
+def run_baseline(algorithm: str, model_dir: Path, iterations: int, beta: float) -> dict:
+    import tyro
+
+    module = __import__("ppo" if algorithm == "ppo" else "grpo")
+    with tempfile.TemporaryDirectory() as out_dir:
+        args = tyro.cli(module.Args, args=baseline_args(algorithm, model_dir, workload.WARMUP_ITERATIONS + iterations, out_dir, beta))
+        result = module.main(args)
+    timed = result["curves"][workload.WARMUP_ITERATIONS :]
+    return {
+        "iteration_seconds": [row["seconds"] for row in timed],
+        "rollout_seconds": [row["rollout_seconds"] for row in timed],
+    }
+
+
+def run_limit(model_dir: Path, iterations: int) -> dict:
+    """``generate`` with the KV cache, sampling exactly 48 tokens for the iteration's 64 prompts."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    prompts = workload.prompts(workload.SEQUENCES_PER_ITERATION * (workload.WARMUP_ITERATIONS + iterations))
+    seconds = []
+    for i in range(workload.WARMUP_ITERATIONS + iterations):
+        batch = prompts[i * workload.SEQUENCES_PER_ITERATION : (i + 1) * workload.SEQUENCES_PER_ITERATION]
+        start = time.perf_counter()
+        ids = torch.tensor(tokenizer(batch, add_special_tokens=False)["input_ids"])
+        with torch.no_grad():
+            out = model.generate(
+                input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                max_new_tokens=workload.NEW_TOKENS, min_new_tokens=workload.NEW_TOKENS,
+                suppress_tokens=[tokenizer.eos_token_id, tokenizer.pad_token_id], use_cache=True,
+            )
+        seconds.append(time.perf_counter() - start)
+        assert out.shape == (workload.SEQUENCES_PER_ITERATION, workload.PROMPT_TOKENS + workload.NEW_TOKENS), out.shape
+    timed = seconds[workload.WARMUP_ITERATIONS :]
+    return {"iteration_seconds": timed, "rollout_seconds": timed}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--contender", choices=("ppo", "grpo", "rloo", "limit"), required=True)
+    parser.add_argument("--beta", type=float, default=workload.KL_COEF, help="grpo/rloo: KL coefficient (0: no reference model)")
+    parser.add_argument("--workload-dir", default="runs/perf", help="where the workload's model is saved")
+    parser.add_argument("--iterations", type=int, default=5, help="timed iterations, after the warm-up ones")
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(torch_threads())
+    model_dir = workload.build(args.workload_dir)
+    if args.contender == "limit":
+        timings = run_limit(model_dir, args.iterations)
+        name = "generate-limit"
+    else:
+        timings = run_baseline(args.contender, model_dir, args.iterations, args.beta)
+        name = f"lm-gym-{args.contender}" + ("" if args.contender == "ppo" else f"-beta{args.beta:g}")
+    import transformers
+
+    print(json.dumps({
+        "contender": name,
+        **timings,
+        "sequences_per_iteration": workload.SEQUENCES_PER_ITERATION,
+        "new_tokens_per_sequence": workload.NEW_TOKENS,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "threads": torch.get_num_threads(),
+        "torch_version": torch.__version__,
+        "transformers_version": transformers.__version__,
+    }))
+
+
+if __name__ == "__main__":
+    main()

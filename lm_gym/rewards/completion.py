@@ -1,0 +1,52 @@
+"""A reward function of the completion text, written the way TRL's trainers take one."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from lm_gym.core.errors import ConfigurationError
+
+
+def import_callable(name: str, spec: str) -> Callable[..., Any]:
+    """The callable named ``"module:attribute"`` (e.g. ``"my_rewards:length_reward"``)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ConfigurationError(f"{name} must be a callable or a 'module:function' string, got {spec!r:.80}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigurationError(f"{name}: could not import module {module_name!r} of {spec!r}: {error}") from error
+    value = module
+    for part in attribute.split("."):
+        value = getattr(value, part, None)
+    if not callable(value):
+        raise ConfigurationError(f"{name}: {spec!r} is not a callable")
+    return value
+
+
+class CompletionReward:
+    """``fn(prompts=[...], completions=[...]) -> list[float]`` as an lm-gym batched reward.
+
+    This is the call TRL's ``GRPOTrainer``/``RLOOTrainer`` make of a reward function (they
+    pass more keyword arguments, which such functions take as ``**kwargs``), so a TRL reward
+    function that reads only prompts and completions works unchanged. ``None`` scores and
+    wrong lengths raise ``ValueError`` naming the function.
+    """
+
+    def __init__(self, fn: Callable[..., Sequence[float]]):
+        self.fn = fn
+        self.name = getattr(fn, "__qualname__", type(fn).__name__)
+
+    def __call__(self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Sequence[dict[str, Any]]) -> np.ndarray:
+        scores = self.fn(prompts=list(prompts), completions=list(utterances))
+        try:
+            values = np.asarray(scores, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"reward function {self.name} must return one number per completion, got {scores!r:.80}") from error
+        if values.shape != (len(utterances),) or not np.isfinite(values).all():
+            raise ValueError(f"reward function {self.name} must return {len(utterances)} finite numbers, got {scores!r:.80}")
+        return values
