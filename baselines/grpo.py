@@ -434,8 +434,9 @@ def main(args: Args) -> dict:
         turn_groups = envs // args.group_size
         groups_per_minibatch = -(-args.num_prompts // args.num_minibatches)
         chunks = [np.flatnonzero((turn_groups >= g) & (turn_groups < g + groups_per_minibatch)) for g in range(0, args.num_prompts, groups_per_minibatch)]
-        ref_log_probs = torch.zeros_like(old_log_probs)
+        ref_log_probs = old_log_probs  # no reference model: no KL
         if reference is not None:
+            ref_log_probs = torch.zeros_like(old_log_probs)
             with torch.no_grad(), autocast:
                 for c in chunks:
                     ref_log_probs[c] = sequence_log_probs(reference, [queries[s] for s in c], response_ids[c], response_mask[c], tokenizer.pad_token_id, args.temperature, early_eos, device)

@@ -3,14 +3,14 @@
 One file, top to bottom: arguments, model, rollout, advantages, loss, loop, logging.
 
 * Rollouts: each of ``num_envs`` copies of the env (the native batched vector env) plays one
-  episode per iteration. Every turn, the policy generates the utterances of all active envs
-  in one batched ``generate`` call with the KV cache, and the env scores them with one
-  batched reward call. Multi-turn tasks (Wordle) are episodes of several utterances, with
+  episode per iteration. Every turn, the policy samples the utterances of all active envs
+  as one batch with the KV cache, and the env scores them with one batched reward call. Multi-turn tasks (Wordle) are episodes of several utterances, with
   the env's reward at the end of each.
-* Per-token log-probs, values and the frozen reference model's log-probs come from single
-  forward passes over the finished sequences (query + response), not from generation, a
-  minibatch of sequences at a time. The task's generation protocol holds in both
-  (``generation_defaults``; IMDB: EOS is impossible before 48 tokens, as in RL4LMs).
+* Sampling is a short loop over the model with its KV cache (not ``generate``) that keeps
+  each token's log-prob and value, so no forward pass recomputes them. The frozen reference
+  model's log-probs come from single forward passes over the finished sequences (query +
+  response), a minibatch of sequences at a time. The task's generation protocol holds in
+  both (``generation_defaults``; IMDB: EOS is impossible before 48 tokens, as in RL4LMs).
 * Per-token reward: ``-kl_coef * (log pi - log pi_ref)`` on every generated token, plus the
   env's reward on the utterance's last token. GAE runs over the tokens of a whole episode.
 * Adaptive KL controller (Ziegler et al., 2019): after each rollout, with ``kl`` the mean
@@ -235,25 +235,49 @@ def pad(rows: list[list[int]], pad_id: int, side: str, device: str) -> tuple[tor
     return ids.to(device), mask.to(device)
 
 
-def cut_at_eos(tokens: torch.Tensor, eos_id: int) -> list[list[int]]:
-    """Each row's tokens up to and including its first EOS (all of them if there is none)."""
-    rows = []
-    for row in tokens.tolist():
-        rows.append(row[: row.index(eos_id) + 1] if eos_id in row else row)
-    return rows
-
-
 @torch.no_grad()
-def generate(model, tokenizer, queries: list[list[int]], lengths: dict, is_seq2seq: bool, sample: bool, temperature: float, device: str) -> list[list[int]]:
-    """Batched generation with the KV cache; returns each response up to and including EOS."""
-    ids, mask = pad(queries, tokenizer.pad_token_id, "right" if is_seq2seq else "left", device)
-    options = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if sample else {"do_sample": False}
-    out = model.generate(
-        input_ids=ids, attention_mask=mask, max_new_tokens=lengths["max_new_tokens"], min_new_tokens=lengths["min_new_tokens"], use_cache=True,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **options,
-    )
-    new_tokens = out[:, 1:] if is_seq2seq else out[:, ids.shape[1] :]
-    return cut_at_eos(new_tokens, tokenizer.eos_token_id)
+def sample(model, value_head, tokenizer, queries: list[list[int]], lengths: dict, is_seq2seq: bool, greedy: bool, temperature: float, device: str):
+    """Responses (up to and including EOS) sampled with the KV cache, with each token's sampling
+    log-prob and (with a value head) value, kept so that no forward pass recomputes them."""
+    eos_id, pad_id = tokenizer.eos_token_id, tokenizer.pad_token_id
+    ids, mask = pad(queries, pad_id, "right" if is_seq2seq else "left", device)
+    batch, max_new, with_values = len(queries), lengths["max_new_tokens"], value_head is not None
+    if is_seq2seq:
+        fixed = {"encoder_outputs": model.get_encoder()(input_ids=ids, attention_mask=mask), "attention_mask": mask}
+        start = torch.full((batch, 1), model.config.decoder_start_token_id, device=device)
+        out = model(decoder_input_ids=start, use_cache=True, output_hidden_states=with_values, **fixed)
+    else:
+        positions = mask.sum(1)
+        keep = {"logits_to_keep": 1} if takes_logits_to_keep(type(model)) else {}
+        out = model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0), use_cache=True, output_hidden_states=with_values, **keep)
+    tokens = torch.full((batch, max_new), pad_id, dtype=torch.long, device=device)
+    log_probs, values = torch.zeros((batch, max_new), device=device), torch.zeros((batch, max_new), device=device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=device)
+    response_lengths = torch.full((batch,), max_new, device=device)
+    for t in range(max_new):
+        logits = out.logits[:, -1].float() / temperature
+        if t < lengths["min_new_tokens"]:
+            logits[:, eos_id] = float("-inf")
+        step_log_probs = torch.log_softmax(logits, dim=-1)
+        token = step_log_probs.argmax(-1) if greedy else torch.multinomial(step_log_probs.exp(), 1).squeeze(-1)
+        token = token.masked_fill(finished, pad_id)
+        tokens[:, t], log_probs[:, t] = token, step_log_probs.gather(-1, token[:, None]).squeeze(-1)
+        if with_values:
+            hidden = out.decoder_hidden_states[-1] if is_seq2seq else out.hidden_states[-1]
+            values[:, t] = value_head(hidden[:, -1].float()).squeeze(-1)
+        ends = (token == eos_id) & ~finished
+        response_lengths[ends] = t + 1
+        finished |= ends
+        if bool(finished.all()) or t == max_new - 1:
+            break
+        if is_seq2seq:
+            out = model(decoder_input_ids=token[:, None], past_key_values=out.past_key_values, use_cache=True, output_hidden_states=with_values, **fixed)
+        else:
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+            out = model(input_ids=token[:, None], past_key_values=out.past_key_values, attention_mask=mask, position_ids=(positions + t)[:, None], use_cache=True, output_hidden_states=with_values)
+    ends = response_lengths.tolist()
+    cut = lambda rows: [row[:n] for row, n in zip(rows.tolist(), ends, strict=True)]  # noqa: E731
+    return cut(tokens), cut(log_probs), cut(values) if with_values else None
 
 
 def forward(model, value_head, queries: torch.Tensor, query_mask: torch.Tensor, responses: torch.Tensor, response_mask: torch.Tensor, is_seq2seq: bool, temperature: float, early_eos: tuple[int, int]):
@@ -295,10 +319,11 @@ def forward(model, value_head, queries: torch.Tensor, query_mask: torch.Tensor, 
 # ---- evaluation ----------------------------------------------------------------------------
 
 
-def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths: dict, is_seq2seq: bool, sample: bool, temperature: float, device: str, on_turn=None):
+def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths: dict, is_seq2seq: bool, greedy: bool, temperature: float, device: str, on_turn=None, value_head=None):
     """Each sub-env plays one episode per round until ``num_episodes``; returns (returns, metrics dicts, final infos).
 
-    ``on_turn(env_indices, queries, responses, rewards, dones)`` sees every generated turn.
+    ``on_turn(env_indices, queries, responses, log_probs, values, rewards, dones)`` sees every generated
+    turn (``values`` with a ``value_head``).
     """
     returns, metrics, finals = [], [], []
     round_index = 0
@@ -310,7 +335,7 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths:
         while active.any():
             indices = np.flatnonzero(active)
             queries = encode_prompts(tokenizer, [observations[i] for i in indices], lengths["max_prompt_length"], lengths.get("prompt_truncation_side", "left"))
-            responses = generate(model, tokenizer, queries, lengths, is_seq2seq, sample, temperature, device)
+            responses, log_probs, values = sample(model, value_head, tokenizer, queries, lengths, is_seq2seq, greedy, temperature, device)
             texts = tokenizer.batch_decode(responses, skip_special_tokens=True)
             actions = [""] * venv.num_envs  # finished envs: NextStep autoreset ignores their action
             for k, i in enumerate(indices):
@@ -318,7 +343,7 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths:
             observations, rewards, terminations, truncations, infos = venv.step(tuple(actions))
             dones = terminations | truncations
             if on_turn is not None:
-                on_turn(indices, queries, responses, rewards[indices], dones[indices])
+                on_turn(indices, queries, responses, log_probs, values, rewards[indices], dones[indices])
             totals[indices] += rewards[indices]
             for i in indices[dones[indices]]:
                 active[i] = False
@@ -336,7 +361,7 @@ def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, is_seq2seq: 
         torch.manual_seed(args.seed)
         returns, metrics, finals = play_episodes(
             eval_env, model, tokenizer, args.eval_episodes, 10_000 + args.seed, lengths, is_seq2seq,
-            sample=not args.eval_greedy, temperature=args.temperature, device=device,
+            greedy=args.eval_greedy, temperature=args.temperature, device=device,
         )
         # corpus metrics (BLEU, CIDEr, diversity, ...); perplexities under --perplexity-model, the same LM for every algorithm
         corpus = eval_env.envs[0].corpus_metrics(finals, language_model=args.perplexity_model)
@@ -429,31 +454,34 @@ def main(args: Args) -> dict:
         if args.anneal_lr:
             optimizer.param_groups[0]["lr"] = args.learning_rate * (1.0 - (iteration - 1) / args.iterations)
 
-        # ---- rollout: one episode per env; every turn is one batched generate + one env step
+        # ---- rollout: one episode per env; every turn is one batched sampling pass + one env step
         iteration_start = time.time()
-        segments = []  # one per generated utterance: (env, query, response, reward, done)
+        segments = []  # one per generated utterance: (env, query, response, log-probs, values, reward, done)
 
-        def record(indices, queries, responses, rewards, dones):
-            segments.extend(zip(indices.tolist(), queries, responses, rewards.tolist(), dones.tolist(), strict=True))
+        def record(indices, queries, responses, log_probs, values, rewards, dones):
+            segments.extend(zip(indices.tolist(), queries, responses, log_probs, values, rewards.tolist(), dones.tolist(), strict=True))
 
         with autocast:
             episode_returns, episode_metrics, _ = play_episodes(
                 train_env, policy, tokenizer, args.num_envs, args.seed * 1_000_003 + iteration * args.num_envs,
-                lengths, is_seq2seq, True, args.temperature, device, on_turn=record,
+                lengths, is_seq2seq, False, args.temperature, device, on_turn=record, value_head=value_head,
             )
-        envs, queries, responses, scores, dones = zip(*segments, strict=True)
+        envs, queries, responses, sampled_log_probs, sampled_values, scores, dones = zip(*segments, strict=True)
         query_ids, query_mask = pad(list(queries), tokenizer.pad_token_id, "right" if is_seq2seq else "left", device)
         response_ids, response_mask = pad(list(responses), tokenizer.pad_token_id, "right", device)
         generated_tokens += int(response_mask.sum())
+        # the sampling policy's log-probs and values, kept from sampling (no forward pass recomputes them)
+        old_log_probs, old_values = torch.zeros(response_ids.shape, device=device), torch.zeros(response_ids.shape, device=device)
+        for s, (row_log_probs, row_values) in enumerate(zip(sampled_log_probs, sampled_values, strict=True)):
+            old_log_probs[s, : len(row_log_probs)] = torch.tensor(row_log_probs, device=device)
+            old_values[s, : len(row_values)] = torch.tensor(row_values, device=device)
 
-        # ---- log-probs, values and reference log-probs: single forward passes over the finished sequences,
+        # ---- reference log-probs: single forward passes over the finished sequences,
         # a minibatch at a time so that no rollout-sized (B, T, vocabulary) buffer exists
         minibatch_size = max(1, len(segments) // args.num_minibatches)
         chunks = [slice(begin, begin + minibatch_size) for begin in range(0, len(segments), minibatch_size)]
         with torch.no_grad(), autocast:
-            policy_out = [forward(policy, value_head, query_ids[c], query_mask[c], response_ids[c], response_mask[c], is_seq2seq, args.temperature, early_eos) for c in chunks]
             ref_log_probs = torch.cat([forward(reference, None, query_ids[c], query_mask[c], response_ids[c], response_mask[c], is_seq2seq, args.temperature, early_eos)[0] for c in chunks])
-        old_log_probs, old_values = torch.cat([out[0] for out in policy_out]), torch.cat([out[2] for out in policy_out])
         mask = response_mask.float()
         kl = (old_log_probs - ref_log_probs) * mask
         rewards = -kl_coef * kl
