@@ -280,7 +280,7 @@ def sample(model, value_head, tokenizer, queries: list[list[int]], lengths: dict
     return cut(tokens), cut(log_probs), cut(values) if with_values else None
 
 
-def forward(model, value_head, queries: torch.Tensor, query_mask: torch.Tensor, responses: torch.Tensor, response_mask: torch.Tensor, is_seq2seq: bool, temperature: float, early_eos: tuple[int, int]):
+def forward(model, value_head, queries: torch.Tensor, query_mask: torch.Tensor, responses: torch.Tensor, response_mask: torch.Tensor, is_seq2seq: bool, temperature: float, early_eos: tuple[int, int], entropy_grad: bool = False):
     """Per-token log-probs, entropies and (with a value head) values of ``responses``, shape (B, T).
 
     ``early_eos = (eos_id, n)``: EOS is impossible at the first ``n`` positions, as in generation.
@@ -311,7 +311,8 @@ def forward(model, value_head, queries: torch.Tensor, query_mask: torch.Tensor, 
         logits[:, :min_new_tokens, eos_id] = float("-inf")
     log_probs_all = torch.log_softmax(logits, dim=-1)
     log_probs = log_probs_all.gather(-1, responses.unsqueeze(-1)).squeeze(-1)
-    entropy = -(log_probs_all.exp() * log_probs_all.masked_fill(log_probs_all.isinf(), 0.0)).sum(-1)
+    with torch.set_grad_enabled(torch.is_grad_enabled() and entropy_grad):  # a statistic only, unless it is in the loss
+        entropy = -(log_probs_all.exp() * log_probs_all.masked_fill(log_probs_all.isinf(), 0.0)).sum(-1)
     values = value_head(hidden.float()).squeeze(-1) if value_head is not None else None
     return log_probs, entropy, values
 
@@ -517,7 +518,8 @@ def main(args: Args) -> dict:
                 mb = order[begin : begin + minibatch_size].to(device)
                 with autocast:
                     new_log_probs, entropy, new_values = forward(
-                        policy, value_head, query_ids[mb], query_mask[mb], response_ids[mb], response_mask[mb], is_seq2seq, args.temperature, early_eos
+                        policy, value_head, query_ids[mb], query_mask[mb], response_ids[mb], response_mask[mb], is_seq2seq, args.temperature, early_eos,
+                        entropy_grad=args.ent_coef != 0,
                     )
                 m, count = mask[mb], mask[mb].sum()
                 log_ratio = new_log_probs - old_log_probs[mb]
