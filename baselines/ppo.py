@@ -51,7 +51,12 @@ import torch
 import tyro
 from torch import nn
 from tqdm.auto import tqdm
-from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
+    AutoModelForSeq2SeqLM,
+    AutoTokenizer,
+)
 
 import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.registration import resolve_tokenizer
@@ -235,6 +240,14 @@ def pad(rows: list[list[int]], pad_id: int, side: str, device: str) -> tuple[tor
     return ids.to(device), mask.to(device)
 
 
+def draw(log_probs: torch.Tensor) -> torch.Tensor:
+    """One token per row from its log-probs, by inverse-CDF sampling: one uniform number per row
+    against the cumulative probabilities (``torch.multinomial`` takes about 50 times longer on CPU)."""
+    cdf = log_probs.exp().cumsum(-1)
+    tokens = torch.searchsorted(cdf, torch.rand_like(cdf[:, -1:]) * cdf[:, -1:], right=True).squeeze(-1)
+    return torch.where(tokens < cdf.shape[-1], tokens, log_probs.argmax(-1))  # u * total rounded up to the total: p ~ 1e-7
+
+
 @torch.no_grad()
 def sample(model, value_head, tokenizer, queries: list[list[int]], lengths: dict, is_seq2seq: bool, greedy: bool, temperature: float, device: str):
     """Responses (up to and including EOS) sampled with the KV cache, with each token's sampling
@@ -259,7 +272,7 @@ def sample(model, value_head, tokenizer, queries: list[list[int]], lengths: dict
         if t < lengths["min_new_tokens"]:
             logits[:, eos_id] = float("-inf")
         step_log_probs = torch.log_softmax(logits, dim=-1)
-        token = step_log_probs.argmax(-1) if greedy else torch.multinomial(step_log_probs.exp(), 1).squeeze(-1)
+        token = step_log_probs.argmax(-1) if greedy else draw(step_log_probs)
         token = token.masked_fill(finished, pad_id)
         tokens[:, t], log_probs[:, t] = token, step_log_probs.gather(-1, token[:, None]).squeeze(-1)
         if with_values:
@@ -276,7 +289,7 @@ def sample(model, value_head, tokenizer, queries: list[list[int]], lengths: dict
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
             out = model(input_ids=token[:, None], past_key_values=out.past_key_values, attention_mask=mask, position_ids=(positions + t)[:, None], use_cache=True, output_hidden_states=with_values)
     ends = response_lengths.tolist()
-    cut = lambda rows: [row[:n] for row, n in zip(rows.tolist(), ends, strict=True)]  # noqa: E731
+    cut = lambda rows: [row[:n] for row, n in zip(rows.tolist(), ends, strict=True)]
     return cut(tokens), cut(log_probs), cut(values) if with_values else None
 
 

@@ -26,10 +26,10 @@ def grpo():
 
 def run(grpo, out_dir, env="imdb", **overrides):
     env_id, env_kwargs = ENVS[env]
-    settings = dict(
-        env_id=env_id, env_kwargs=env_kwargs, model_config=GPT2_CONFIG, num_prompts=4, group_size=2, iterations=2,
-        num_minibatches=2, eval_episodes=8, eval_batch_size=8, eval_every=0, out_dir=str(out_dir),
-    )
+    settings = {
+        "env_id": env_id, "env_kwargs": env_kwargs, "model_config": GPT2_CONFIG, "num_prompts": 4, "group_size": 2, "iterations": 2,
+        "num_minibatches": 2, "eval_episodes": 8, "eval_batch_size": 8, "eval_every": 0, "out_dir": str(out_dir),
+    }
     return grpo.main(grpo.Args(**{**settings, **overrides}))
 
 
@@ -63,7 +63,7 @@ def test_a_group_starts_from_one_prompt_and_game():
     # grpo.py resets a group's envs with one seed
     for env_id, kwargs in (("lm_gym/IMDB-v0", {"source": "synthetic"}), ("lm_gym/Wordle-v0", {"num_answers": 100})):
         venv = gymnasium.make_vec(env_id, num_envs=6, vectorization_mode="vector_entry_point", **kwargs)
-        observations, infos = venv.reset(seed=[7, 7, 7, 8, 8, 8])
+        observations, _ = venv.reset(seed=[7, 7, 7, 8, 8, 8])
         assert observations[0] == observations[1] == observations[2] and observations[3] == observations[4] == observations[5]
         if env_id.endswith("Wordle-v0"):  # the same hidden word within a group: the same feedback to one guess
             feedback, *_ = venv.step(("crane",) * 6)

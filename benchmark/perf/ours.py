@@ -23,16 +23,17 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[1] / "baselines")]
 
-import workload  # noqa: E402
+import workload
 
 
-def baseline_args(algorithm: str, model_dir: Path, iterations: int, out_dir: str, beta: float) -> list[str]:
+def baseline_args(algorithm: str, model_dir: Path, iterations: int, out_dir: str, beta: float, device: str = "cpu", bf16: bool = False) -> list[str]:
     """The baseline's command line for the standard workload."""
     common = [
         "--env-id", "lm_gym/Prompts-v0", "--model-name", str(model_dir), "--iterations", str(iterations),
         "--num-minibatches", str(workload.MINIBATCHES), "--learning-rate", str(workload.LEARNING_RATE), "--no-anneal-lr",
         "--min-new-tokens", str(workload.NEW_TOKENS), "--temperature", "1.0", "--eval-every", "0", "--eval-episodes", "1",
-        "--eval-batch-size", "1", "--save-every", "0", "--out-dir", out_dir, "--torch-threads", str(torch_threads()), "--device", "cpu",
+        "--eval-batch-size", "1", "--save-every", "0", "--out-dir", out_dir, "--torch-threads", str(torch_threads()), "--device", device,
+        *(["--bf16"] if bf16 else []),
     ]
     if algorithm == "ppo":
         return [*common, "--num-envs", str(workload.SEQUENCES_PER_ITERATION), "--update-epochs", "1",
@@ -45,12 +46,12 @@ def torch_threads() -> int:
     return int(os.environ.get("OMP_NUM_THREADS", "2"))
 
 
-def run_baseline(algorithm: str, model_dir: Path, iterations: int, beta: float) -> dict:
+def run_baseline(algorithm: str, model_dir: Path, iterations: int, beta: float, device: str, bf16: bool) -> dict:
     import tyro
 
     module = __import__("ppo" if algorithm == "ppo" else "grpo")
     with tempfile.TemporaryDirectory() as out_dir:
-        args = tyro.cli(module.Args, args=baseline_args(algorithm, model_dir, workload.WARMUP_ITERATIONS + iterations, out_dir, beta))
+        args = tyro.cli(module.Args, args=baseline_args(algorithm, model_dir, workload.WARMUP_ITERATIONS + iterations, out_dir, beta, device, bf16))
         result = module.main(args)
     timed = result["curves"][workload.WARMUP_ITERATIONS :]
     return {
@@ -59,25 +60,28 @@ def run_baseline(algorithm: str, model_dir: Path, iterations: int, beta: float) 
     }
 
 
-def run_limit(model_dir: Path, iterations: int) -> dict:
+def run_limit(model_dir: Path, iterations: int, device: str, bf16: bool) -> dict:
     """``generate`` with the KV cache, sampling exactly 48 tokens for the iteration's 64 prompts."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir).to(device).eval()
+    autocast = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=bf16)
     prompts = workload.prompts(workload.SEQUENCES_PER_ITERATION * (workload.WARMUP_ITERATIONS + iterations))
     seconds = []
     for i in range(workload.WARMUP_ITERATIONS + iterations):
         batch = prompts[i * workload.SEQUENCES_PER_ITERATION : (i + 1) * workload.SEQUENCES_PER_ITERATION]
         start = time.perf_counter()
-        ids = torch.tensor(tokenizer(batch, add_special_tokens=False)["input_ids"])
-        with torch.no_grad():
+        ids = torch.tensor(tokenizer(batch, add_special_tokens=False)["input_ids"], device=device)
+        with torch.no_grad(), autocast:
             out = model.generate(
                 input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
                 max_new_tokens=workload.NEW_TOKENS, min_new_tokens=workload.NEW_TOKENS,
                 suppress_tokens=[tokenizer.eos_token_id, tokenizer.pad_token_id], use_cache=True,
             )
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
         seconds.append(time.perf_counter() - start)
         assert out.shape == (workload.SEQUENCES_PER_ITERATION, workload.PROMPT_TOKENS + workload.NEW_TOKENS), out.shape
     timed = seconds[workload.WARMUP_ITERATIONS :]
@@ -90,17 +94,20 @@ def main() -> None:
     parser.add_argument("--beta", type=float, default=workload.KL_COEF, help="grpo/rloo: KL coefficient (0: no reference model)")
     parser.add_argument("--workload-dir", default="runs/perf", help="where the workload's model is saved")
     parser.add_argument("--iterations", type=int, default=5, help="timed iterations, after the warm-up ones")
+    parser.add_argument("--size", choices=sorted(workload.MODEL_CONFIGS), default="standard", help="the model (gpt2-small: the GPU comparison's)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     args = parser.parse_args()
 
     import torch
 
     torch.set_num_threads(torch_threads())
-    model_dir = workload.build(args.workload_dir)
+    model_dir = workload.build(args.workload_dir, args.size)
     if args.contender == "limit":
-        timings = run_limit(model_dir, args.iterations)
+        timings = run_limit(model_dir, args.iterations, args.device, args.bf16)
         name = "generate-limit"
     else:
-        timings = run_baseline(args.contender, model_dir, args.iterations, args.beta)
+        timings = run_baseline(args.contender, model_dir, args.iterations, args.beta, args.device, args.bf16)
         name = f"lm-gym-{args.contender}" + ("" if args.contender == "ppo" else f"-beta{args.beta:g}")
     import transformers
 
@@ -110,6 +117,7 @@ def main() -> None:
         "sequences_per_iteration": workload.SEQUENCES_PER_ITERATION,
         "new_tokens_per_sequence": workload.NEW_TOKENS,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2**20 if args.device.startswith("cuda") else None,
         "threads": torch.get_num_threads(),
         "torch_version": torch.__version__,
         "transformers_version": transformers.__version__,

@@ -25,8 +25,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import trl_envs  # noqa: E402
-import workload  # noqa: E402
+import trl_envs
+import workload
 
 #: TRL release of each trainer: PPOTrainer's last release, and the current one.
 TRL_VERSIONS = {"ppo": "1.12.0", "grpo": "1.16.0", "rloo": "1.16.0"}
@@ -34,14 +34,16 @@ TRL_VERSIONS = {"ppo": "1.12.0", "grpo": "1.16.0", "rloo": "1.16.0"}
 
 def contenders(args: argparse.Namespace) -> dict[str, list[str]]:
     """Name -> command line, in the order they take turns."""
-    ours = [sys.executable, str(HERE / "ours.py"), "--workload-dir", args.workload_dir, "--iterations", str(args.iterations)]
+    placement = ["--size", args.size, "--device", args.device, *(["--bf16"] if args.bf16 else [])]
+    ours = [sys.executable, str(HERE / "ours.py"), "--workload-dir", args.workload_dir, "--iterations", str(args.iterations), *placement]
     table = {"generate-limit": [*ours, "--contender", "limit"], "lm-gym-ppo": [*ours, "--contender", "ppo"]}
     trl = {trainer: trl_envs.trl_python(version) for trainer, version in TRL_VERSIONS.items()}
 
     def trl_command(trainer: str, beta: float | None = None) -> list[str] | None:
         if trl[trainer] is None:
             return None
-        command = [str(trl[trainer]), str(HERE / "trl_contender.py"), "--trainer", trainer, "--workload-dir", args.workload_dir, "--iterations", str(args.iterations)]
+        command = [str(trl[trainer]), str(HERE / "trl_contender.py"), "--trainer", trainer, "--workload-dir", args.workload_dir,
+                   "--iterations", str(args.iterations), "--threads", str(args.threads), *placement]
         return command if beta is None else [*command, "--beta", str(beta)]
 
     table["trl-ppo"] = trl_command("ppo")
@@ -91,6 +93,9 @@ def main() -> None:
     parser.add_argument("--rloo", action="store_true", help="also RLOO (lm-gym's --rloo and TRL's RLOOTrainer)")
     parser.add_argument("--only", nargs="+", help="run only contenders whose name contains one of these")
     parser.add_argument("--threads", type=int, default=2, help="torch threads of every contender")
+    parser.add_argument("--size", default="standard", help="the model: standard (CPU) or gpt2-small (the GPU comparison)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (every contender)")
+    parser.add_argument("--bf16", action="store_true", help="bfloat16 for every contender (the GPU comparison)")
     parser.add_argument("--workload-dir", default="runs/perf", help="where the workload's model is saved")
     parser.add_argument("--create-trl-envs", action="store_true", help="create the TRL envs first (pip install from PyPI)")
     parser.add_argument("--out", default="runs/perf/results.json", help="all timings and the summary, as JSON")
@@ -99,7 +104,7 @@ def main() -> None:
     if args.create_trl_envs:
         for version in sorted(set(TRL_VERSIONS.values())):
             trl_envs.trl_python(version, create=True)
-    workload.build(args.workload_dir)
+    workload.build(args.workload_dir, args.size)
     table = contenders(args)
     runs: dict[str, list[dict]] = {name: [] for name in table}
     for round_index in range(args.rounds):

@@ -26,7 +26,12 @@ GROUP_SIZE = 4  # GRPO/RLOO samples per prompt: 16 prompts x 4 = 64 completions 
 WARMUP_ITERATIONS = 2
 KL_COEF = 0.05
 LEARNING_RATE = 1e-5
-MODEL_CONFIG = {"n_layer": 4, "n_head": 4, "n_embd": 256, "n_positions": 128, "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
+NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
+#: The standard (CPU) model, and the GPT-2-small-sized one of the GPU comparison.
+MODEL_CONFIGS = {
+    "standard": {"n_layer": 4, "n_head": 4, "n_embd": 256, "n_positions": 128, **NO_DROPOUT},
+    "gpt2-small": {"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 128, **NO_DROPOUT},
+}
 #: The reward, a Python function of the text: TRL's reward-function signature, as lm-gym's Prompts env calls it.
 reward = vowel_words
 
@@ -35,16 +40,19 @@ def tokenizer():
     return word_tokenizer(word_list(), "perf-workload")
 
 
-def build(directory: str | Path) -> Path:
-    """The seed-0 model and its tokenizer saved in ``directory/model`` (made once); returns that path."""
+def build(directory: str | Path, size: str = "standard") -> Path:
+    """The seed-0 model of ``size`` (``MODEL_CONFIGS``) and its tokenizer saved in ``directory/model``
+    (``directory/model-<size>`` for other sizes), made once; returns that path."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    model_dir = Path(directory) / "model"
+    if size not in MODEL_CONFIGS:
+        raise ValueError(f"size must be one of {sorted(MODEL_CONFIGS)}, got {size!r}")
+    model_dir = Path(directory) / ("model" if size == "standard" else f"model-{size}")
     if (model_dir / "config.json").is_file():
         return model_dir
     tok = tokenizer()
-    config = GPT2Config(vocab_size=len(tok), bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **MODEL_CONFIG)
+    config = GPT2Config(vocab_size=len(tok), bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **MODEL_CONFIGS[size])
     torch.manual_seed(0)
     model = GPT2LMHeadModel(config)
     model.generation_config.pad_token_id = tok.pad_token_id
