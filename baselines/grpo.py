@@ -171,6 +171,13 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def fuse_activation(config) -> None:
+    """GPT-2's ``gelu_new`` computed by PyTorch's fused tanh GELU: the same function, one kernel
+    instead of eight (about a quarter off a forward and backward pass of a small GPT-2 on CPU)."""
+    if getattr(config, "activation_function", None) == "gelu_new":
+        config.activation_function = "gelu_pytorch_tanh"
+
+
 def load_policy(args: Args, env: gymnasium.Env, device: str):
     """The causal LM policy and its tokenizer."""
     source = args.init_from or args.model_name
@@ -184,7 +191,8 @@ def load_policy(args: Args, env: gymnasium.Env, device: str):
         config.pad_token_id, config.eos_token_id, config.bos_token_id = tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.eos_token_id
     if config.is_encoder_decoder:
         raise ValueError("grpo.py trains causal language models; use ppo.py for an encoder-decoder policy")
-    model = AutoModelForCausalLM.from_pretrained(source) if source is not None else AutoModelForCausalLM.from_config(config)
+    fuse_activation(config)
+    model = AutoModelForCausalLM.from_pretrained(source, config=config) if source is not None else AutoModelForCausalLM.from_config(config)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model.to(device), tokenizer
@@ -375,7 +383,7 @@ def main(args: Args) -> dict:
     reference = None
     if args.beta > 0:
         source = checkpoint_dir / "reference" if resuming else args.init_from or args.model_name
-        reference = AutoModelForCausalLM.from_pretrained(source) if source else AutoModelForCausalLM.from_config(policy.config)
+        reference = AutoModelForCausalLM.from_pretrained(source, config=policy.config) if source else AutoModelForCausalLM.from_config(policy.config)
         if not source:
             reference.load_state_dict(policy.state_dict())
         reference.to(device).eval().requires_grad_(False)

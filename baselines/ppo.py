@@ -190,14 +190,22 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def fuse_activation(config) -> None:
+    """GPT-2's ``gelu_new`` computed by PyTorch's fused tanh GELU: the same function, one kernel
+    instead of eight (about a quarter off a forward and backward pass of a small GPT-2 on CPU)."""
+    if getattr(config, "activation_function", None) == "gelu_new":
+        config.activation_function = "gelu_pytorch_tanh"
+
+
 def load_policy(args: Args, env: gymnasium.Env, device: str):
     """The policy, its tokenizer and whether it is an encoder-decoder model."""
     source = args.init_from or args.model_name
     if source is not None:
         tokenizer = AutoTokenizer.from_pretrained(source) if args.init_from else resolve_tokenizer(env.unwrapped, source)
         config = AutoConfig.from_pretrained(source)
+        fuse_activation(config)
         model_class = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
-        model = model_class.from_pretrained(source)
+        model = model_class.from_pretrained(source, config=config)
     else:
         tokenizer = resolve_tokenizer(env.unwrapped, None)
         config = AutoConfig.for_model(**parse_json("model_config", args.model_config))
@@ -205,6 +213,7 @@ def load_policy(args: Args, env: gymnasium.Env, device: str):
         config.pad_token_id, config.eos_token_id, config.bos_token_id = tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.eos_token_id
         if config.is_encoder_decoder:
             config.decoder_start_token_id = tokenizer.pad_token_id
+        fuse_activation(config)
         model_class = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
         model = model_class.from_config(config)
     if tokenizer.pad_token_id is None:
