@@ -113,8 +113,6 @@ def test_step_before_reset_and_bad_arguments():
         venv.step(UTTERANCES)
     with pytest.raises(ConfigurationError):
         make_vec(autoreset_mode="Sometimes")
-    with pytest.raises(ConfigurationError, match="vectorization_mode='sync'"):
-        make_vec(action_level="token")
 
 
 def test_token_level_vectorizes_with_sync_mode():

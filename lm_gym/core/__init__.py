@@ -8,7 +8,8 @@ from lm_gym.core.errors import (
     ResetNeededError,
 )
 from lm_gym.core.text_env import BatchedReward, RewardQuery, Sample, SingleTurnTextEnv, TextEnv
-from lm_gym.core.token_level import TokenLevel
+from lm_gym.core.token_level import TokenLevel, TokenStates
+from lm_gym.core.token_vector import TokenVectorEnv
 from lm_gym.core.vector import TextVectorEnv
 
 __all__ = [
@@ -24,4 +25,6 @@ __all__ = [
     "TextEnv",
     "TextVectorEnv",
     "TokenLevel",
+    "TokenStates",
+    "TokenVectorEnv",
 ]

@@ -2,7 +2,8 @@
 
 Every task registers two entry points made here: a scalar one that builds the task's
 :class:`TextEnv` and, for ``action_level="token"``, the :class:`TokenLevel` MDP around it;
-and a vector one that builds the native :class:`TextVectorEnv`. The task class is named by
+and a vector one that builds the native :class:`TextVectorEnv` (or, at token level,
+:class:`TokenVectorEnv`). The task class is named by
 a ``"module:Class"`` string and imported on first use, so ``import lm_gym`` stays light.
 """
 
@@ -17,13 +18,14 @@ import gymnasium
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import TextEnv
 from lm_gym.core.token_level import TokenLevel
+from lm_gym.core.token_vector import TokenVectorEnv
 from lm_gym.core.tokenizer import load_tokenizer, train_tokenizer
 from lm_gym.core.validation import check_choice, is_integer
 from lm_gym.core.vector import TextVectorEnv
 
 ACTION_LEVELS = ("utterance", "token")
 #: Action levels that have a native ``vector_entry_point`` env.
-NATIVE_VECTOR_LEVELS = ("utterance",)
+NATIVE_VECTOR_LEVELS = ("utterance", "token")
 _TOKEN_ARGUMENTS = (
     "tokenizer",
     "max_prompt_length",
@@ -54,6 +56,14 @@ def make_env(env_id: str, *, action_level: str = "utterance", **kwargs: Any) -> 
     ``token_level_defaults`` and ``generation_defaults`` (a default ``min_new_tokens`` above
     ``max_new_tokens`` is lowered to it).
     """
+    env, token_settings = _build_task(env_id, action_level, kwargs)
+    if token_settings is None:
+        return env
+    return TokenLevel(env, **token_settings)
+
+
+def _build_task(env_id: str, action_level: str, kwargs: dict[str, Any]) -> tuple[TextEnv, dict[str, Any] | None]:
+    """The task's utterance-level env and, at token level, the token-level arguments (see :func:`make_env`)."""
     check_choice("action_level", action_level, ACTION_LEVELS)
     token_kwargs = {key: kwargs.pop(key) for key in _TOKEN_ARGUMENTS if key in kwargs}
     if action_level == "utterance" and token_kwargs:
@@ -61,7 +71,7 @@ def make_env(env_id: str, *, action_level: str = "utterance", **kwargs: Any) -> 
     cls = task_class(env_id)
     env = cls(**kwargs)
     if action_level == "utterance":
-        return env
+        return env, None
     tokenizer = resolve_tokenizer(env, token_kwargs.pop("tokenizer", None))
     settings = {**cls.token_level_defaults, **token_kwargs}
     if "min_new_tokens" not in token_kwargs and "min_new_tokens" in cls.generation_defaults:
@@ -69,7 +79,7 @@ def make_env(env_id: str, *, action_level: str = "utterance", **kwargs: Any) -> 
         settings["min_new_tokens"] = cls.generation_defaults["min_new_tokens"]
         if is_integer(max_new_tokens):  # TokenLevel reports a bad max_new_tokens itself
             settings["min_new_tokens"] = min(settings["min_new_tokens"], max_new_tokens)
-    return TokenLevel(env, tokenizer, **settings)
+    return env, {"tokenizer": tokenizer, **settings}
 
 
 def resolve_tokenizer(env: TextEnv, tokenizer: Any):
@@ -87,15 +97,13 @@ def resolve_tokenizer(env: TextEnv, tokenizer: Any):
 
 def make_vector_env(
     env_id: str, num_envs: int = 1, *, action_level: str = "utterance", autoreset_mode: str = "NextStep", **kwargs: Any
-) -> TextVectorEnv:
-    """Build the native batched vector env of task ``env_id`` (utterance level)."""
-    check_choice("action_level", action_level, ACTION_LEVELS)
-    if action_level not in NATIVE_VECTOR_LEVELS:
-        raise ConfigurationError(
-            f"there is no native vector env at action_level={action_level!r}; use "
-            f"gymnasium.make_vec(id, num_envs, vectorization_mode='sync', action_level={action_level!r})"
-        )
-    return TextVectorEnv(task_class(env_id)(**kwargs), num_envs, autoreset_mode)
+) -> TextVectorEnv | TokenVectorEnv:
+    """Build the native batched vector env of task ``env_id``: a :class:`TextVectorEnv`, or at
+    ``action_level="token"`` a :class:`TokenVectorEnv` (token arguments and defaults as :func:`make_env`)."""
+    env, token_settings = _build_task(env_id, action_level, kwargs)
+    if token_settings is None:
+        return TextVectorEnv(env, num_envs, autoreset_mode)
+    return TokenVectorEnv(env, num_envs, autoreset_mode=autoreset_mode, **token_settings)
 
 
 def register_task(env_id: str, env_class: str) -> None:

@@ -1,5 +1,6 @@
 """Text spaces shared by the utterance-level environments."""
 
+import re
 import string
 
 from anyascii import anyascii
@@ -8,6 +9,7 @@ from gymnasium import spaces
 #: Characters of every lm-gym ``Text`` space: printable ASCII, whitespace included.
 CHARSET = string.printable
 _CHARSET_SET = frozenset(CHARSET)
+_OUTSIDE_CHARSET = re.compile(f"[^{re.escape(CHARSET)}]")
 
 
 def text_space(max_length: int) -> spaces.Text:
@@ -24,6 +26,6 @@ def to_charset(text: str) -> str:
     ``:name:``. Characters still outside the charset (control characters) are dropped.
     Already-printable ASCII is returned as is.
     """
-    if text.isascii() and all(ch in _CHARSET_SET for ch in text):
+    if text.isascii() and _OUTSIDE_CHARSET.search(text) is None:
         return text
     return "".join(ch for ch in anyascii(text) if ch in _CHARSET_SET)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium
@@ -22,7 +24,9 @@ class TokenLevel(gymnasium.Env):
     action_level="token")`` builds it around the task's env, and it is a ``gymnasium.Env``
     itself (not a wrapper), so ``env.unwrapped`` is the token-level env that Gymnasium's and
     stable-baselines3's ``check_env`` see. ``TokenLevel(my_text_env, tokenizer)`` turns a
-    user's own ``TextEnv`` into the same MDP. The utterance-level env is ``self.env``.
+    user's own ``TextEnv`` into the same MDP. The utterance-level env is ``self.env``. Its
+    state and rules live in :class:`TokenStates` (``self.tokens``), which the native vector
+    env :class:`~lm_gym.core.token_vector.TokenVectorEnv` uses for N copies at once.
 
     Each step appends one token to the utterance being written. The utterance is decoded
     (special tokens skipped) and handed to the utterance-level env when
@@ -87,47 +91,22 @@ class TokenLevel(gymnasium.Env):
         prompt_truncation_side: str = "left",
         early_eos_penalty: float = 1.0,
     ):
-        self.max_prompt_length = check_int("max_prompt_length", max_prompt_length, 1, MAX_TOKENS)
-        self.max_new_tokens = check_int("max_new_tokens", max_new_tokens, 1, MAX_TOKENS)
-        self.min_new_tokens = check_int("min_new_tokens", min_new_tokens, 0, self.max_new_tokens)
-        self.prompt_truncation_side = check_choice("prompt_truncation_side", prompt_truncation_side, ("left", "right"))
-        self.early_eos_penalty = check_number("early_eos_penalty", early_eos_penalty, minimum=0)
         self.env = env
-        self.tokenizer = check_tokenizer(tokenizer)
-        self.eos_token_id = int(tokenizer.eos_token_id)
-        pad = getattr(tokenizer, "pad_token_id", None)
-        self.pad_token_id = int(self.eos_token_id if pad is None else pad)
-        self.vocab_size = len(tokenizer)
-        self.max_utterance_chars = env.action_space.max_length
-        # Upper bound of each token's share of the decoded text (a joining space included),
-        # so the text is decoded mid-utterance only when it may reach the character limit.
-        self._token_chars = _token_char_bounds(tokenizer, self.vocab_size)
-
+        #: The MDP's state and rules (one copy); :class:`TokenVectorEnv` plays N copies with the same class.
+        self.tokens = TokenStates(
+            env, tokenizer, 1, max_prompt_length, max_new_tokens, min_new_tokens, prompt_truncation_side, early_eos_penalty
+        )
+        self.tokens.share_settings(self)
         self.metadata = env.metadata
         self.render_mode = env.render_mode
         self.action_space = spaces.Discrete(self.vocab_size)
-        token_box = lambda n: spaces.Box(0, self.vocab_size - 1, shape=(n,), dtype=np.int64)  # noqa: E731
-        mask_box = lambda n: spaces.Box(0, 1, shape=(n,), dtype=np.int64)  # noqa: E731
-        self.observation_space = spaces.Dict(
-            {
-                "prompt_ids": token_box(self.max_prompt_length),
-                "prompt_mask": mask_box(self.max_prompt_length),
-                "context_ids": token_box(self.max_new_tokens),
-                "context_mask": mask_box(self.max_new_tokens),
-            }
-        )
-        self._all_allowed = np.ones(self.vocab_size, dtype=np.int8)
-        self._eos_masked = self._all_allowed.copy()
-        self._eos_masked[self.eos_token_id] = 0
-        self._prompt_ids: list[int] = []
-        self._context_ids: list[int] = []
-        self._char_bound = 0
+        self.observation_space = self.tokens.observation_space()
         self._needs_reset = True
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         text, info = self.env.reset(seed=seed, options=options)
         super().reset(seed=seed)
-        self._start_utterance(text)
+        self.tokens.start({0: text})
         self._needs_reset = False
         return self._observation(), {**info, "action_mask": self._action_mask()}
 
@@ -135,27 +114,18 @@ class TokenLevel(gymnasium.Env):
         token = self._token_id(action)
         if self._needs_reset:
             raise ResetNeededError("TokenLevel.step() called before reset() or after the episode ended; call reset() first")
-        early_eos = token == self.eos_token_id and len(self._context_ids) < self.min_new_tokens
-        if token != self.eos_token_id:
-            self._context_ids.append(token)
-            self._char_bound += self._token_chars[token]
-            if len(self._context_ids) < self.max_new_tokens and not self._reached_char_limit():
-                return self._observation(), 0.0, False, False, {"action_mask": self._action_mask()}
-
-        num_tokens = len(self._context_ids)
-        utterance = self._decode()[: self.max_utterance_chars]
-        text, reward, terminated, truncated, info = self.env.step(utterance)
-        info = {**info, "num_tokens": num_tokens}
-        if early_eos:
-            reward -= self.early_eos_penalty
-            info["early_eos"] = True
+        ends, early_eos = self.tokens.append(np.array([token], dtype=np.int64))
+        if not ends[0]:
+            return self._observation(), 0.0, False, False, {"action_mask": self._action_mask()}
+        result = self.env.step(self.tokens.utterance(0))
+        text, reward, terminated, truncated, info = self.tokens.hand_over(0, result, bool(early_eos[0]))
         self._needs_reset = terminated or truncated
-        self._start_utterance(text)
-        return self._observation(), float(reward), terminated, truncated, {**info, "action_mask": self._action_mask()}
+        self.tokens.start({0: text})
+        return self._observation(), reward, terminated, truncated, {**info, "action_mask": self._action_mask()}
 
     def action_masks(self) -> np.ndarray:
         """Allowed tokens now, as booleans (sb3-contrib's ``MaskablePPO`` calls this)."""
-        return self._action_mask().view(bool)
+        return self.tokens.action_masks()[0]
 
     def render(self) -> str | None:
         return self.env.render()
@@ -165,27 +135,11 @@ class TokenLevel(gymnasium.Env):
 
     def encode_prompt(self, text: str) -> list[int]:
         """The prompt tokens of an observation text, truncated to ``max_prompt_length``."""
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        if len(ids) <= self.max_prompt_length:
-            return list(ids)
-        if self.prompt_truncation_side == "left":
-            return list(ids[-self.max_prompt_length :])
-        return list(ids[: self.max_prompt_length])
-
-    def _decode(self) -> str:
-        return self.tokenizer.decode(self._context_ids, skip_special_tokens=True)
-
-    def _reached_char_limit(self) -> bool:
-        return self._char_bound >= self.max_utterance_chars and len(self._decode()) >= self.max_utterance_chars
+        return self.tokens.encode_prompt(text)
 
     def _action_mask(self) -> np.ndarray:
         """A new array each time: Gymnasium asks that no two steps' infos share an object."""
-        return (self._eos_masked if len(self._context_ids) < self.min_new_tokens else self._all_allowed).copy()
-
-    def _start_utterance(self, text: str) -> None:
-        self._prompt_ids = self.encode_prompt(text)
-        self._context_ids = []
-        self._char_bound = 0
+        return self.tokens.action_masks()[0].view(np.int8)
 
     def _token_id(self, action: Any) -> int:
         if isinstance(action, np.ndarray) and action.size == 1 and action.dtype.kind in "iu":
@@ -197,16 +151,191 @@ class TokenLevel(gymnasium.Env):
         return int(action)
 
     def _observation(self) -> dict[str, np.ndarray]:
-        prompt_ids = np.full(self.max_prompt_length, self.pad_token_id, dtype=np.int64)
-        prompt_mask = np.zeros(self.max_prompt_length, dtype=np.int64)
-        if self._prompt_ids:
-            prompt_ids[-len(self._prompt_ids) :] = self._prompt_ids
-            prompt_mask[-len(self._prompt_ids) :] = 1
-        context_ids = np.full(self.max_new_tokens, self.pad_token_id, dtype=np.int64)
-        context_mask = np.zeros(self.max_new_tokens, dtype=np.int64)
-        context_ids[: len(self._context_ids)] = self._context_ids
-        context_mask[: len(self._context_ids)] = 1
-        return {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "context_ids": context_ids, "context_mask": context_mask}
+        return self.tokens.observation(0)
+
+
+class TokenStates:
+    """The state and rules of ``num_envs`` copies of the token-level MDP, in arrays.
+
+    This is the one implementation of the MDP's rules: :class:`TokenLevel` plays one copy,
+    :class:`~lm_gym.core.token_vector.TokenVectorEnv` plays N with NumPy operations over all
+    of them. The arguments are :class:`TokenLevel`'s (checked here, with the same errors);
+    ``env`` is the utterance-level env (its ``action_space.max_length`` is the character
+    limit of an utterance).
+
+    Copy ``i``'s state is row ``i`` of the arrays: ``prompt_ids`` / ``prompt_mask`` (its
+    prompt, left-padded), ``context_ids`` / ``context_mask`` (the utterance being written,
+    right-padded), ``lengths[i]`` (its tokens) and ``char_bounds[i]`` (an upper bound of its
+    decoded length, so the text is decoded mid-utterance only when it may reach the limit).
+
+    A step of the MDP is :meth:`append`; for the copies whose utterance ends, the env plays
+    :meth:`utterance` in the utterance-level env, gives the result to :meth:`hand_over` and
+    starts the next utterance with the observation text (:meth:`start`, as after a reset).
+    """
+
+    def __init__(
+        self,
+        env: gymnasium.Env,
+        tokenizer: Any,
+        num_envs: int = 1,
+        max_prompt_length: int = 128,
+        max_new_tokens: int = 64,
+        min_new_tokens: int = 0,
+        prompt_truncation_side: str = "left",
+        early_eos_penalty: float = 1.0,
+    ):
+        self.max_prompt_length = check_int("max_prompt_length", max_prompt_length, 1, MAX_TOKENS)
+        self.max_new_tokens = check_int("max_new_tokens", max_new_tokens, 1, MAX_TOKENS)
+        self.min_new_tokens = check_int("min_new_tokens", min_new_tokens, 0, self.max_new_tokens)
+        self.prompt_truncation_side = check_choice("prompt_truncation_side", prompt_truncation_side, ("left", "right"))
+        self.early_eos_penalty = check_number("early_eos_penalty", early_eos_penalty, minimum=0)
+        self.tokenizer = check_tokenizer(tokenizer)
+        self.eos_token_id = int(tokenizer.eos_token_id)
+        pad = getattr(tokenizer, "pad_token_id", None)
+        self.pad_token_id = int(self.eos_token_id if pad is None else pad)
+        self.vocab_size = len(tokenizer)
+        self.max_utterance_chars = env.action_space.max_length
+        # Upper bound of each token's share of the decoded text (a joining space included).
+        self.token_chars = _token_char_bounds(tokenizer, self.vocab_size)
+
+        self.num_envs = num_envs
+        self.prompt_ids = np.full((num_envs, self.max_prompt_length), self.pad_token_id, dtype=np.int64)
+        self.prompt_mask = np.zeros((num_envs, self.max_prompt_length), dtype=np.int64)
+        self.context_ids = np.full((num_envs, self.max_new_tokens), self.pad_token_id, dtype=np.int64)
+        self.context_mask = np.zeros((num_envs, self.max_new_tokens), dtype=np.int64)
+        self.lengths = np.zeros(num_envs, dtype=np.int64)
+        self.char_bounds = np.zeros(num_envs, dtype=np.int64)
+        self._rows = np.arange(num_envs)
+        self._decoded: dict[int, str] = {}  # texts decoded by the character-limit check, for utterance()
+
+    SETTINGS = (
+        "max_prompt_length", "max_new_tokens", "min_new_tokens", "prompt_truncation_side", "early_eos_penalty",
+        "tokenizer", "eos_token_id", "pad_token_id", "vocab_size", "max_utterance_chars",
+    )  # fmt: skip
+
+    def share_settings(self, env: Any) -> None:
+        """Set the MDP's settings (:attr:`SETTINGS`) as attributes of ``env`` too."""
+        for name in self.SETTINGS:
+            setattr(env, name, getattr(self, name))
+
+    def observation_space(self) -> spaces.Dict:
+        """One copy's observation space: the ``Dict`` of ``int64`` ``Box``es."""
+        token_box = lambda n: spaces.Box(0, self.vocab_size - 1, shape=(n,), dtype=np.int64)  # noqa: E731
+        mask_box = lambda n: spaces.Box(0, 1, shape=(n,), dtype=np.int64)  # noqa: E731
+        return spaces.Dict(
+            {
+                "prompt_ids": token_box(self.max_prompt_length),
+                "prompt_mask": mask_box(self.max_prompt_length),
+                "context_ids": token_box(self.max_new_tokens),
+                "context_mask": mask_box(self.max_new_tokens),
+            }
+        )
+
+    def encode_prompt(self, text: str) -> list[int]:
+        """The prompt tokens of an observation text, truncated to ``max_prompt_length``."""
+        return self._truncate(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _truncate(self, ids: Sequence[int]) -> list[int]:
+        if len(ids) <= self.max_prompt_length:
+            return list(ids)
+        if self.prompt_truncation_side == "left":
+            return list(ids[-self.max_prompt_length :])
+        return list(ids[: self.max_prompt_length])
+
+    def start(self, texts: Mapping[int, str]) -> None:
+        """Copy ``i`` starts an utterance for each ``i: text`` of ``texts``: ``text`` becomes its
+        prompt, its context is empty. A ``transformers`` tokenizer encodes the texts in one call."""
+        if not texts:
+            return
+        if len(texts) > 1 and _encodes_batches(self.tokenizer):
+            encoded = self.tokenizer(list(texts.values()), add_special_tokens=False)["input_ids"]
+            prompts = dict(zip(texts, map(self._truncate, encoded), strict=True))
+        else:
+            prompts = {i: self.encode_prompt(text) for i, text in texts.items()}
+        for i, ids in prompts.items():
+            self.prompt_ids[i] = self.pad_token_id
+            self.prompt_mask[i] = 0
+            if ids:
+                self.prompt_ids[i, -len(ids) :] = ids
+                self.prompt_mask[i, -len(ids) :] = 1
+            self._decoded.pop(i, None)
+        rows = list(prompts)
+        self.context_ids[rows] = self.pad_token_id
+        self.context_mask[rows] = 0
+        self.lengths[rows] = 0
+        self.char_bounds[rows] = 0
+
+    def append(self, tokens: np.ndarray, playing: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Play the valid token ids ``tokens`` (``int64``, one per copy) in the copies where ``playing`` (default: all).
+
+        A token other than EOS is appended to the copy's utterance. Returns two bool arrays:
+        the copies whose utterance ends now (EOS, ``max_new_tokens`` tokens, or the decoded
+        text at the character limit) and those whose EOS came before ``min_new_tokens``.
+        """
+        eos = tokens == self.eos_token_id
+        if playing is not None:
+            eos &= playing
+        writing = ~eos if playing is None else playing & ~eos
+        if writing.all():  # the hot path: every copy appends a token
+            rows, pairs, written = slice(None), self._rows, tokens
+        else:
+            rows = pairs = np.flatnonzero(writing)
+            written = tokens[rows]
+        early_eos = eos & (self.lengths < self.min_new_tokens)
+        columns = self.lengths[rows]
+        self.context_ids[pairs, columns] = written
+        self.context_mask[pairs, columns] = 1
+        self.lengths[rows] += 1
+        self.char_bounds[rows] += self.token_chars[written]
+        ends = eos | (writing & (self.lengths >= self.max_new_tokens))
+        if self.char_bounds.max() >= self.max_utterance_chars:  # the text may be at the character limit
+            for i in np.flatnonzero(writing & ~ends & (self.char_bounds >= self.max_utterance_chars)):
+                text = self._decode(i)
+                if len(text) >= self.max_utterance_chars:
+                    ends[i] = True
+                    self._decoded[int(i)] = text
+        return ends, early_eos
+
+    def utterance(self, i: int) -> str:
+        """Copy ``i``'s utterance as text (special tokens skipped), cut to the character limit."""
+        text = self._decoded.pop(i, None)
+        if text is None:
+            text = self._decode(i)
+        return text[: self.max_utterance_chars]
+
+    def hand_over(self, i: int, result: tuple[Any, Any, bool, bool, dict[str, Any]], early_eos: bool):
+        """Copy ``i``'s step result once the utterance env played its utterance (``result``, a step's 5-tuple).
+
+        Adds ``info["num_tokens"]``, the early-EOS penalty and ``info["early_eos"]``. Returns
+        the step's ``(text, reward, terminated, truncated, info)`` with a ``float`` reward;
+        ``text`` is the copy's next prompt (:meth:`start` it).
+        """
+        text, reward, terminated, truncated, info = result
+        info = {**info, "num_tokens": int(self.lengths[i])}
+        if early_eos:
+            reward -= self.early_eos_penalty
+            info["early_eos"] = True
+        return text, float(reward), terminated, truncated, info
+
+    def observation(self, i: int | None = None) -> dict[str, np.ndarray]:
+        """Copy ``i``'s observation, or every copy's (arrays of ``num_envs`` rows): new arrays each call."""
+        rows = slice(None) if i is None else i
+        return {
+            "prompt_ids": self.prompt_ids[rows].copy(),
+            "prompt_mask": self.prompt_mask[rows].copy(),
+            "context_ids": self.context_ids[rows].copy(),
+            "context_mask": self.context_mask[rows].copy(),
+        }
+
+    def action_masks(self) -> np.ndarray:
+        """Allowed tokens of each copy, ``(num_envs, vocab_size)`` bools: EOS is masked before ``min_new_tokens``."""
+        masks = np.ones((self.num_envs, self.vocab_size), dtype=bool)
+        if self.min_new_tokens:
+            masks[:, self.eos_token_id] = self.lengths >= self.min_new_tokens
+        return masks
+
+    def _decode(self, i: int) -> str:
+        return self.tokenizer.decode(self.context_ids[i, : self.lengths[i]].tolist(), skip_special_tokens=True)
 
 
 def check_tokenizer(tokenizer: Any) -> Any:
@@ -246,6 +375,12 @@ def check_tokenizer(tokenizer: Any) -> Any:
             "and decode returning a str"
         )
     return tokenizer
+
+
+def _encodes_batches(tokenizer: Any) -> bool:
+    """Whether ``tokenizer(list_of_texts, add_special_tokens=False)`` encodes a batch: ``transformers`` tokenizers."""
+    transformers = sys.modules.get("transformers")  # a transformers tokenizer means transformers is imported
+    return transformers is not None and isinstance(tokenizer, transformers.PreTrainedTokenizerBase)
 
 
 def _token_char_bounds(tokenizer: Any, vocab_size: int) -> np.ndarray:

@@ -84,14 +84,26 @@ class Player:
     def __init__(self, seed: int):
         self.rng = np.random.default_rng(seed)
         self.pending: list[int] = []
+        self.pendings: dict[int, list[int]] = {}  # per copy of a token-level vector env
 
     def act(self, env, level: str, kind: str, observation: Any) -> Any:
-        """The next action for ``env`` (a list of utterances for a vector env)."""
+        """The next action for ``env`` (a list of utterances or an array of tokens for a vector env)."""
+        if kind == "vector" and level == "token":
+            return self.tokens(env, observation)
         if kind == "vector":
             return [self.utterance(o, env.single_action_space.max_length) for o in observation]
         if level == "token":
             return self.token(env, observation)
         return self.utterance(observation, env.action_space.max_length)
+
+    def tokens(self, venv, observations: dict[str, np.ndarray]) -> np.ndarray:
+        """One :meth:`token` per copy of a token-level vector env, each copy with its own pending tokens."""
+        actions = np.zeros(venv.num_envs, dtype=np.int64)
+        for i in range(venv.num_envs):
+            self.pending = self.pendings.get(i, [])
+            actions[i] = self.token(venv, {key: value[i] for key, value in observations.items()})
+            self.pendings[i] = self.pending
+        return actions
 
     def utterance(self, observation: str, max_length: int) -> str:
         return self._text(observation)[:max_length]
@@ -122,12 +134,16 @@ class Player:
 
 
 def play(env, level: str, kind: str, seed: int, steps: int | None = None, policy_seed: int = 0) -> list[Any]:
-    """Reset with ``seed``, then ``steps`` steps (default 40 utterances' worth) of :class:`Player` (resets without a seed after each episode).
+    """Reset with ``seed``, then ``steps`` steps (default 40 utterances' worth; a token-level vector env
+    plays a sixth of those token steps, at least 100, spread over its copies) of :class:`Player`
+    (a scalar env resets without a seed after each episode).
 
     Returns the reset and step results as :func:`to_data`. Asserts the basic contract on the
     way: observations inside the observation space, finite rewards.
     """
-    steps = steps or (40 * env.unwrapped.max_new_tokens // 2 if level == "token" else 40)
+    if steps is None:
+        steps = 40 * env.unwrapped.max_new_tokens // 2 if level == "token" else 40
+        steps = max(steps // (2 * NUM_VECTOR_ENVS), 100) if kind == "vector" and level == "token" else steps
     player = Player(policy_seed)
     records: list[Any] = []
     observation, info = env.reset(seed=seed)

@@ -63,6 +63,18 @@ def is_valid_action(env, action) -> bool:
     return integer and 0 <= action < env.action_space.n
 
 
+def is_valid_vector_action(venv, level: str, actions) -> bool:
+    """A native vector env's action: a list/tuple of valid utterances, or (token level) an integer
+    array of shape ``(num_envs,)`` or a list/tuple of ``num_envs`` integers, in range."""
+    if level == "token" and isinstance(actions, np.ndarray):
+        return actions.dtype.kind in "iu" and actions.shape == (venv.num_envs,) and bool(((actions >= 0) & (actions < venv.vocab_size)).all())
+    if not (isinstance(actions, (list, tuple)) and len(actions) == venv.num_envs):
+        return False
+    if level == "token":
+        return all(isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.timedelta64)) and 0 <= a < venv.vocab_size for a in actions)
+    return all(is_valid_action(venv.envs[0], a) for a in actions)
+
+
 @functools.cache
 def shared_env(env_id: str, level: str, kind: str):
     return make(env_id, level, kind)
@@ -98,9 +110,9 @@ def test_bad_actions_raise_typed_errors_and_change_nothing(env_id, level, kind, 
     env = shared_env(env_id, level, kind)
     if kind == "vector":
         position = seed % NUM_VECTOR_ENVS
-        valid = ["x"] * NUM_VECTOR_ENVS
+        valid = ["x" if level == "utterance" else 0] * NUM_VECTOR_ENVS
         bad = bad if seed % 2 else valid[:position] + [bad] + valid[position + 1 :]
-        assume(not (isinstance(bad, (list, tuple)) and len(bad) == NUM_VECTOR_ENVS and all(is_valid_action(env.unwrapped.envs[0], a) for a in bad)))
+        assume(not is_valid_vector_action(env, level, bad))
     else:
         assume(not is_valid_action(env, bad))
     reference = trial(env, level, kind, seed, at)

@@ -97,7 +97,9 @@ class IMDBEnv(SingleTurnTextEnv):
     ## Vectorized environment
     ``gymnasium.make_vec("lm_gym/IMDB-v0", num_envs=N, vectorization_mode="vector_entry_point")``
     returns a ``TextVectorEnv`` that shares the data and classifier between its N copies
-    and scores all N continuations with one batched classifier call.
+    and scores all N continuations with one batched classifier call; with
+    ``action_level="token"``, a ``TokenVectorEnv``: N token-level MDPs stepped with arrays,
+    the continuations that end in a step scored with one classifier call.
 
     ## Version History
     * v0: initial version. Token level: the continuation also ends at the 2,048-character

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
-from lm_gym.core.validation import check_int
+from lm_gym.core.validation import check_choice, check_int
 from lm_gym.rewards.completion import CompletionReward, import_callable
 from lm_gym.tasks.synthetic_splits import split_request
 
@@ -22,6 +22,8 @@ SYNTHETIC_SIZES = {"train": 1024, "validation": 256, "test": 256}
 #: Words of the synthetic prompts: with the three special tokens, a 4,000-token word-level vocabulary.
 NUM_WORDS = 3997
 BUILT_IN_REWARDS = ("vowel_words",)
+#: Most synthetic prompts one split may have.
+MAX_SYNTHETIC_PROMPTS = 2**20
 
 
 @functools.cache
@@ -134,7 +136,7 @@ class PromptsEnv(SingleTurnTextEnv):
     | ``prompts`` | ``None`` | a list of str, a ``.txt`` (one per line), ``.json`` or ``.jsonl`` file (objects with ``"prompt"``), or a dict of those per split; a list or file serves every split. ``None``: synthetic prompts |
     | ``reward_fn`` | ``"vowel_words"`` | a callable, a ``"module:function"`` string, or a built-in name (``"vowel_words"``) |
     | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` or ``"test"`` |
-    | ``num_prompts`` | ``None`` | synthetic prompts in the split (default 1,024 / 256 / 256) |
+    | ``num_prompts`` | ``None`` | synthetic prompts in the split (default 1,024 / 256 / 256; at most 2**20) |
     | ``prompt_words`` | ``64`` | words per synthetic prompt |
     | ``action_level``, ``tokenizer``, ``max_prompt_length``, ``max_new_tokens``, ``min_new_tokens`` | | token level, as for every task (defaults 64 and 48 tokens, no minimum) |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the current text |
@@ -159,20 +161,15 @@ class PromptsEnv(SingleTurnTextEnv):
         render_mode: str | None = None,
     ):
         super().__init__(max_observation_length=MAX_OBSERVATION_LENGTH, max_action_length=MAX_ACTION_LENGTH, render_mode=render_mode)
-        self.split = split
+        self.split = check_choice("split", split, tuple(SYNTHETIC_SIZES))
         if prompts is None:
             prompt_words = check_int("prompt_words", prompt_words, 1, MAX_OBSERVATION_LENGTH // 16)
-            try:
-                texts = synthetic_prompts(split, num_prompts, prompt_words)
-            except ValueError as error:
-                raise ConfigurationError(str(error)) from None
-            if not texts:
-                raise ConfigurationError("num_prompts must be at least 1")
+            if num_prompts is not None:
+                num_prompts = check_int("num_prompts", num_prompts, 1, MAX_SYNTHETIC_PROMPTS)
+            texts = synthetic_prompts(split, num_prompts, prompt_words)
         else:
             if num_prompts is not None:
                 raise ConfigurationError("num_prompts applies to the synthetic prompts only (prompts=None)")
-            if split not in SYNTHETIC_SIZES:
-                raise ConfigurationError(f"split must be one of {tuple(SYNTHETIC_SIZES)}, got {split!r:.80}")
             texts = resolve_prompts(prompts, split)
         self._prompts_argument = prompts
         self.samples = [Sample(text, (), {"index": index}) for index, text in enumerate(texts)]
