@@ -103,3 +103,18 @@ def test_a_reward_function_that_returns_the_wrong_thing_is_named_and_the_env_sti
             env.step("x")
     env.reset(seed=0)
     assert env.step("x")[1] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"prompts": "\x00"}, "prompts: "),
+        ({"prompts": "x" * 5000}, "prompts: "),
+        ({"reward_fn": ".relative:f"}, "could not import module"),
+        ({"reward_fn": lambda texts: texts}, "must take the keyword arguments prompts= and completions="),
+        ({"reward_fn": print}, "must take the keyword arguments"),
+    ],
+)
+def test_unusable_paths_and_reward_functions_are_refused_at_construction(kwargs, message):
+    with pytest.raises(ConfigurationError, match=message):
+        gymnasium.make("lm_gym/Prompts-v0", **kwargs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +19,7 @@ def import_callable(name: str, spec: str) -> Callable[..., Any]:
         raise ConfigurationError(f"{name} must be a callable or a 'module:function' string, got {spec!r:.80}")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as error:
+    except (ImportError, TypeError, ValueError) as error:  # not found, a relative name, a NUL byte
         raise ConfigurationError(f"{name}: could not import module {module_name!r} of {spec!r}: {error}") from error
     value = module
     for part in attribute.split("."):
@@ -40,6 +41,10 @@ class CompletionReward:
     def __init__(self, fn: Callable[..., Sequence[float]]):
         self.fn = fn
         self.name = getattr(fn, "__qualname__", type(fn).__name__)
+        try:
+            inspect.signature(fn).bind(prompts=[], completions=[])
+        except (TypeError, ValueError) as error:
+            raise ConfigurationError(f"reward function {self.name} must take the keyword arguments prompts= and completions= ({error})") from None
 
     def __call__(self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Sequence[dict[str, Any]]) -> np.ndarray:
         scores = self.fn(prompts=list(prompts), completions=list(utterances))

@@ -59,9 +59,12 @@ def read_prompts(source: str | Path) -> list[str]:
     """Prompts from a ``.txt`` file (one per non-empty line), a ``.json`` list (of strings or of
     objects with ``"prompt"``) or ``.jsonl`` lines (objects with ``"prompt"``)."""
     path = Path(source)
-    if not path.is_file():
-        raise ConfigurationError(f"prompts: {str(path)!r} is not a file (expected .txt, .json or .jsonl)")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8") if path.is_file() else None
+    except (OSError, ValueError) as error:  # a name too long or with a NUL byte, unreadable, not UTF-8
+        raise ConfigurationError(f"prompts: could not read {str(path)!r:.200}: {error}") from error
+    if text is None:
+        raise ConfigurationError(f"prompts: {str(path)!r:.200} is not a file (expected .txt, .json or .jsonl)")
     if path.suffix == ".txt":
         return [line for line in text.splitlines() if line.strip()]
     try:
