@@ -1,1 +1,2 @@
-"""The benchmark harness and throughput benchmarks (run them with ``pytest benchmark``)."""
+"""The benchmark harness (``python -m benchmark run`` / ``report``; suites in ``suites/``) and
+throughput benchmarks (``pytest benchmark``, ``benchmark/perf``)."""

@@ -1,0 +1,192 @@
+"""``python -m benchmark run``: a suite's tasks x algorithms x seeds, on CPUs, GPUs, Ray or Slurm.
+
+Examples::
+
+    python -m benchmark run --suite smoke                        # every task and baseline, offline, minutes on 2 cores
+    python -m benchmark run --suite offline --tasks imdb wordle --workers 2
+    python -m benchmark run --suite grue --gpus 0,1,2,3 --jobs-per-gpu 2 --track --auto-tag
+    python -m benchmark run --suite grue --backend ray --address auto
+    python -m benchmark run --suite grue --backend slurm --gpus-per-job 1 --slurm-partition gpu
+    python -m benchmark run --suite grue --dry-run               # the jobs and their command lines
+
+Every job is a process (a baseline file, or a data module), never an import. Results go to
+``<out>/<suite>/<task>/<algorithm>/seed<k>/result.json``; running the same command again
+resumes (see ``benchmark.scheduler``). ``python -m benchmark report <out>/<suite>`` makes
+the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from benchmark.attempt import job_finished
+from benchmark.placement import parse_gpus, plan_slots
+from benchmark.scheduler import STATUS_FILE, Scheduler
+from benchmark.suite import ROOT, SuiteError, expand_jobs, load_suite
+from lm_gym.core.errors import ConfigurationError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmark run", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suite", required=True, help="a suite of benchmark/suites/ (smoke, offline, grue) or a path to a .toml file")
+    parser.add_argument("--tasks", nargs="+", help="only these task labels of the suite (default: all)")
+    parser.add_argument("--algos", nargs="+", help="only these algorithm labels (default: all); jobs they need (SFT warm starts, datasets) run too")
+    parser.add_argument("--num-seeds", type=int, help="run seeds start-seed .. start-seed + num-seeds - 1 instead of the suite's seeds")
+    parser.add_argument("--start-seed", type=int, default=1, help="first seed with --num-seeds (default 1)")
+    parser.add_argument("--out", default="runs", help="runs folder; the suite's jobs go to <out>/<suite>/ (default runs)")
+    parser.add_argument("--backend", choices=["local", "ray", "slurm"], default="local", help="where jobs run (default local)")
+    parser.add_argument("--gpus", help="GPU ids for local (and local Ray) jobs, e.g. 0,1; 'none': CPU only; default: CUDA_VISIBLE_DEVICES or all GPUs nvidia-smi lists")
+    parser.add_argument("--jobs-per-gpu", type=int, default=1, help="jobs sharing one GPU at a time (default 1)")
+    parser.add_argument("--workers", type=int, help="CPU-only: jobs at once (default: cores / the suite's threads_per_job); each gets cores / workers threads")
+    parser.add_argument("--retries", type=int, help="attempts after a failed one before a job counts as failed (default: the suite's, else 1)")
+    parser.add_argument("--timeout-minutes", type=float, help="kill an attempt after this long (default: the suite's, else none)")
+    parser.add_argument("--dry-run", action="store_true", help="list the jobs and their command lines, run nothing")
+    parser.add_argument("--track", action="store_true", help="log every baseline job to Weights & Biases, grouped per suite run")
+    parser.add_argument("--wandb-project", help="W&B project with --track (default: the baselines' lm-gym)")
+    parser.add_argument("--auto-tag", action="store_true", help="with --track: tag the runs with the checkout's git describe and branch")
+    parser.add_argument("--address", help="Ray: address of an existing cluster (e.g. auto, ray://host:10001); default: start a local instance")
+    parser.add_argument("--gpus-per-job", type=float, help="Ray/Slurm: GPUs each job requests (Ray default: 1/jobs-per-gpu if there are GPUs, else 0; Slurm default 0)")
+    parser.add_argument("--slurm-partition", help="Slurm partition")
+    parser.add_argument("--slurm-param", action="append", default=[], metavar="KEY=VALUE", help="extra #SBATCH parameter (repeatable), e.g. account=myproj or qos=high")
+    parser.add_argument("--slurm-array-parallelism", type=int, default=64, help="Slurm: array tasks running at once (default 64)")
+    parser.add_argument("--submitit-cluster", choices=["slurm", "local", "debug"], default="slurm",
+                        help="submitit executor for --backend slurm: slurm (default), or local/debug to try a suite on this machine")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    console = Console(highlight=False)
+    try:
+        return _run(args, console)
+    except ConfigurationError as error:  # SuiteError included: a message, not a traceback
+        console.print(f"[red]error:[/] {error}")
+        return 2
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    suite = load_suite(args.suite)
+    if args.num_seeds is not None and args.num_seeds < 1:
+        raise ConfigurationError(f"--num-seeds must be >= 1, got {args.num_seeds}")
+    seeds = None if args.num_seeds is None else list(range(args.start_seed, args.start_seed + args.num_seeds))
+    out_root = Path(args.out).resolve() / suite.name
+    jobs = expand_jobs(suite, out_root, tasks=args.tasks, algorithms=args.algos, seeds=seeds)
+    retries = suite.retries if args.retries is None else args.retries
+    if retries < 0:
+        raise ConfigurationError(f"--retries must be >= 0, got {retries}")
+    timeout_minutes = args.timeout_minutes or suite.timeout_minutes
+    if timeout_minutes is not None and timeout_minutes <= 0:
+        raise ConfigurationError(f"--timeout-minutes must be positive, got {timeout_minutes}")
+
+    if args.dry_run:
+        _print_jobs(suite, jobs, console)
+        return 0
+
+    console.print(f"suite {suite.name}: {suite.description}\n{len(jobs)} jobs -> {out_root} (backend {args.backend})")
+    backend = _make_backend(args, suite, out_root, timeout_minutes, console)
+    extra_flags, extra_env = _tracking(args, suite, out_root)
+    scheduler = Scheduler(
+        jobs, backend, out_root, retries=retries, timeout_s=None if timeout_minutes is None else 60 * timeout_minutes,
+        extra_flags=extra_flags, extra_env=extra_env, console=console,
+    )
+    counts = scheduler.run()
+    if counts.get("interrupted"):
+        return 130
+    if counts.get("failed") or counts.get("skipped"):
+        return 1
+    console.print(f"report: python -m benchmark report {out_root}")
+    return 0
+
+
+def _make_backend(args, suite, out_root: Path, timeout_minutes: float | None, console: Console):
+    if args.backend == "local":
+        slots = plan_slots(parse_gpus(args.gpus), jobs_per_gpu=args.jobs_per_gpu, workers=args.workers, threads_per_job=suite.threads_per_job)
+        gpus = sorted({slot.gpu for slot in slots if slot.gpu is not None})
+        console.print(f"{len(slots)} slots: " + (f"GPUs {','.join(gpus)} x {args.jobs_per_gpu}, " if gpus else "CPU, ") + f"{slots[0].threads} threads each")
+        from benchmark.local_backend import LocalBackend
+
+        return LocalBackend(slots)
+    if args.backend == "ray":
+        from benchmark.ray_backend import RayBackend
+
+        local_gpus = parse_gpus(args.gpus) if args.address is None else []
+        gpus_per_job = args.gpus_per_job
+        if gpus_per_job is None:
+            gpus_per_job = 1 / args.jobs_per_gpu if (local_gpus or args.address) else 0.0
+        if args.address is not None and args.gpus_per_job is None:
+            import ray  # an existing cluster: ask for GPUs only if it has some
+
+            ray.init(address=args.address)
+            gpus_per_job = gpus_per_job if ray.cluster_resources().get("GPU", 0) else 0.0
+            ray.shutdown()
+        return RayBackend(address=args.address, num_cpus_per_job=suite.threads_per_job, num_gpus_per_job=gpus_per_job, local_gpus=local_gpus)
+    from benchmark.slurm_backend import SlurmBackend, slurm_parameters
+
+    extra = {}
+    for item in args.slurm_param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigurationError(f"--slurm-param takes KEY=VALUE (e.g. account=myproj), got {item!r}")
+        extra[key.replace("-", "_")] = value
+    gpus_per_task = args.gpus_per_job or 0
+    if gpus_per_task != int(gpus_per_task):
+        raise ConfigurationError(f"--gpus-per-job must be a whole number of GPUs for Slurm, got {args.gpus_per_job}")
+    parameters = slurm_parameters(
+        suite=suite.name, cpus_per_task=suite.threads_per_job, gpus_per_task=int(gpus_per_task), timeout_minutes=timeout_minutes,
+        partition=args.slurm_partition, array_parallelism=args.slurm_array_parallelism, extra=extra,
+    )
+    return SlurmBackend(folder=out_root / ".submitit", cluster=args.submitit_cluster, parameters=parameters)
+
+
+def _tracking(args, suite, out_root: Path) -> tuple[tuple[str, ...], dict[str, str]]:
+    """``--track``: the baselines' flag, and W&B's group and tags through its environment variables."""
+    if not args.track:
+        if args.auto_tag or args.wandb_project:
+            raise ConfigurationError("--auto-tag and --wandb-project need --track")
+        return (), {}
+    flags = ("--track",) + (("--wandb-project", args.wandb_project) if args.wandb_project else ())
+    group_file = out_root / "wandb_group.txt"  # one group per suite run, kept when it resumes
+    if not group_file.is_file():
+        out_root.mkdir(parents=True, exist_ok=True)
+        group_file.write_text(f"{suite.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
+    tags = [suite.name]
+    if args.auto_tag:
+        tags += _git_tags()
+    return flags, {"WANDB_RUN_GROUP": group_file.read_text().strip(), "WANDB_TAGS": ",".join(tags)}
+
+
+def _git_tags() -> list[str]:
+    """``git describe --tags --always`` and the branch of the checkout (CleanRL's --auto-tag)."""
+    tags = []
+    for command in (["git", "describe", "--tags", "--always", "--dirty"], ["git", "rev-parse", "--abbrev-ref", "HEAD"]):
+        try:
+            output = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if output and output != "HEAD":
+            tags.append(output[:64])  # W&B's tag limit
+    return tags
+
+
+def _print_jobs(suite, jobs, console: Console) -> None:
+    console.print(f"suite {suite.name} ({suite.path}): {suite.description}")
+    for job in jobs:
+        state = "done" if job_finished(job.out_dir, job.is_baseline) else "todo"
+        needs = f"  (after {', '.join(job.needs)})" if job.needs else ""
+        console.print(f"[{state}] {job.key}{needs}\n    {shlex.join(['python', *[_relative(a) for a in job.argv]])}", soft_wrap=True, markup=False)
+    tasks = sorted({job.task for job in jobs})
+    console.print(f"{len(jobs)} jobs: {len(tasks)} tasks, {sum(job.is_baseline for job in jobs)} baseline runs, "
+                  f"{sum(not job.is_baseline for job in jobs)} data jobs")
+
+
+def _relative(argument: str) -> str:
+    return argument.removeprefix(str(ROOT) + "/")

@@ -1,0 +1,63 @@
+"""The Ray backend: each attempt is a Ray task holding its CPUs and GPU share.
+
+``--address`` joins an existing cluster (the working tree and the runs folder must be on a
+file system every node sees); without it a local Ray instance starts with this machine's
+CPUs and the ``--gpus`` given. Ray sets each task's ``CUDA_VISIBLE_DEVICES`` itself.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from benchmark.attempt import Attempt, run_attempt
+from benchmark.suite import ROOT
+
+
+class RayBackend:
+    name = "ray"
+
+    def __init__(self, *, address: str | None, num_cpus_per_job: int, num_gpus_per_job: float, local_gpus: list[str]):
+        import ray
+
+        self.ray = ray
+        python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        if address is None:
+            if local_gpus:
+                os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(local_gpus)
+            ray.init(num_cpus=os.cpu_count(), num_gpus=len(local_gpus), include_dashboard=False,
+                     runtime_env={"env_vars": {"PYTHONPATH": python_path}}, log_to_driver=False)
+        else:
+            ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": python_path}}, log_to_driver=False)
+        self.task = ray.remote(run_attempt).options(num_cpus=num_cpus_per_job, num_gpus=num_gpus_per_job, max_retries=0)
+        self.num_gpus_per_job = num_gpus_per_job
+
+    def capacity(self) -> int:
+        return 1 << 30  # Ray queues tasks until their resources are free
+
+    def submit(self, attempts: list[Attempt]) -> list:
+        if self.num_gpus_per_job:  # Ray assigns the GPU: do not override its CUDA_VISIBLE_DEVICES
+            attempts = [_without(attempt, "CUDA_VISIBLE_DEVICES") for attempt in attempts]
+        return [self.task.remote(attempt) for attempt in attempts]
+
+    def poll(self, handle) -> int | None:
+        ready, _ = self.ray.wait([handle], timeout=0)
+        if not ready:
+            return None
+        try:
+            return self.ray.get(handle)
+        except self.ray.exceptions.RayError:  # the worker died or the task was cancelled
+            return -1
+
+    def describe(self, handle) -> str:
+        return "ray"
+
+    def cancel(self, handle) -> None:
+        self.ray.cancel(handle, force=True)
+
+    def close(self) -> None:
+        self.ray.shutdown()
+
+
+def _without(attempt: Attempt, variable: str) -> Attempt:
+    return replace(attempt, env={k: v for k, v in attempt.env.items() if k != variable})

@@ -1,0 +1,315 @@
+"""Summarise a folder of runs: per task and algorithm, the mean over seeds with a bootstrap CI.
+
+Command line::
+
+    python -m benchmark report RUNS_DIR [--out DIR] [--metrics NAME ...] [--reps N]
+                                        [--confidence 0.95] [--seed S]
+
+**Reads** every ``result.json`` under ``RUNS_DIR`` (at any depth) with
+:func:`lm_gym.results.load_result`, which validates it. Nothing else is read: a report
+depends on the result format only, never on the baselines' code. A file that cannot be read
+or does not follow the format is skipped with a warning naming it and the reason, and the
+report lists it.
+
+**Groups** the results by ``(env_id, algorithm)``, one result per seed. Two results of one
+group with the same seed are refused (:class:`DuplicateSeedError`, exit status 2): averaging
+a seed twice would shrink the interval silently.
+
+**Computes**, for each group and each metric, the mean over seeds, the interquartile mean
+(IQM) and a bootstrap confidence interval of the mean over seeds: rliable's
+``get_interval_estimates`` with ``aggregate_mean`` on the scores shaped ``(num_seeds, 1)``
+(percentile method, ``--reps`` resamples, ``--confidence`` coverage; numpy's global RNG,
+which rliable draws from, seeded with ``--seed`` for each metric so that the report is
+reproducible). The metrics are those of ``final_eval`` (``mean_return`` first;
+``num_episodes`` is not a score), the same ones of ``initial_eval`` prefixed ``initial/``, and
+``wall_time_s``, ``tokens_per_s``, ``episodes_per_s``, ``peak_memory_mb``. A metric some seeds lack (e.g. a run
+without evaluation) is computed over the seeds that have it, and says how many. With one seed
+there is nothing to resample: the interval is the point itself.
+
+**Writes** Markdown to stdout and ``<out>/report.md`` (one table per task: a row per
+algorithm with the number of seeds, ``mean_return`` as ``mean [low, high]``, the task's other
+episode metrics (``mean_<name>``; ``--metrics`` picks others, e.g. ``corpus_bleu``), the initial ``mean_return`` and the wall time), and
+``<out>/report.json`` (``--out`` defaults to ``RUNS_DIR``)::
+
+    {"runs_dir": str, "confidence": float, "reps": int, "seed": int,
+     "skipped": [{"path": str, "reason": str}, ...],     # paths relative to runs_dir
+     "tasks": {env_id: {algorithm: {
+         "seeds": [int, ...],                             # sorted
+         "runs": [str, ...],                              # the result.json files, in seed order
+         "metrics": {name: {"mean": float, "iqm": float, "ci": [low, high], "num_seeds": int}}}}}}
+
+Exit status: 0 written, 1 no valid result under ``RUNS_DIR``, 2 a usage error (a missing
+folder, an unknown ``--metrics`` name, a duplicated seed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from lm_gym.core.errors import LMGymError
+from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
+
+# rliable (with arch, pandas and scipy) takes seconds to import: the functions that summarise
+# import it, so that loading this module (e.g. by the harness's command dispatcher) stays quick.
+
+PERFORMANCE_FIELDS = ("wall_time_s", "tokens_per_s", "episodes_per_s", "peak_memory_mb")
+INITIAL_PREFIX = "initial/"
+
+
+class DuplicateSeedError(LMGymError, ValueError):
+    """Two results of one task and algorithm with the same seed."""
+
+
+class Run(NamedTuple):
+    """A loaded ``result.json`` and its path relative to the runs folder."""
+
+    path: str
+    result: dict[str, Any]
+
+
+def collect_results(runs_dir: str | Path) -> tuple[list[Run], list[dict[str, str]]]:
+    """Every valid ``result.json`` under ``runs_dir``, and the files skipped with the reason.
+
+    Skipping instead of failing lets one broken run (killed while writing, an old format) leave
+    the rest of a sweep reportable; the caller decides how loudly to say so.
+    """
+    runs_dir = Path(runs_dir)
+    runs, skipped = [], []
+    for path in sorted(runs_dir.rglob(RESULT_FILE)):
+        if not path.is_file():
+            continue
+        relative = path.relative_to(runs_dir).as_posix()
+        try:
+            runs.append(Run(relative, load_result(path)))
+        except ResultFormatError as error:
+            skipped.append({"path": relative, "reason": str(error)})
+    return runs, skipped
+
+
+def metric_values(result: dict[str, Any]) -> dict[str, float]:
+    """The scores of one run under their report names (a run without evaluation has none of those)."""
+    values: dict[str, float] = {}
+    for prefix, evaluation in (("", result["final_eval"]), (INITIAL_PREFIX, result["initial_eval"])):
+        for name, value in (evaluation or {}).items():
+            if name != "num_episodes":  # a setting of the evaluation, not a score
+                values[prefix + name] = float(value)
+    values.update({field: float(result[field]) for field in PERFORMANCE_FIELDS})
+    return values
+
+
+def bootstrap_interval(values: Sequence[float], confidence: float, reps: int, seed: int) -> tuple[float, float]:
+    """rliable's percentile bootstrap CI of the mean over seeds (the point itself for one seed).
+
+    rliable 1.2 resamples with numpy's global RNG (``np.random.choice``; its ``random_state``
+    argument only reaches arch, which does not draw the indices), so the global RNG is seeded
+    here for each call and restored after: each interval depends only on its own values and
+    ``seed``, and the caller's random numbers are left as they were.
+    """
+    if len(values) == 1:
+        return values[0], values[0]
+    from rliable import library, metrics
+
+    scores = np.asarray(values, dtype=float).reshape(-1, 1)
+    global_state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        _, intervals = library.get_interval_estimates(
+            {"scores": scores},
+            lambda runs: np.array([metrics.aggregate_mean(runs)]),
+            reps=reps,
+            confidence_interval_size=confidence,
+        )
+    finally:
+        np.random.set_state(global_state)
+    low, high = intervals["scores"][:, 0]
+    return float(low), float(high)
+
+
+def summarize_metric(values: Sequence[float], confidence: float, reps: int, seed: int) -> dict[str, Any]:
+    """Mean, IQM, CI and number of seeds of one metric's per-seed values."""
+    from rliable import metrics
+
+    return {
+        "mean": float(np.mean(values)),
+        "iqm": float(metrics.aggregate_iqm(np.asarray(values, dtype=float).reshape(-1, 1))),
+        "ci": list(bootstrap_interval(values, confidence, reps, seed)),
+        "num_seeds": len(values),
+    }
+
+
+def summarize(runs: Sequence[Run], confidence: float = 0.95, reps: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """``{env_id: {algorithm: {"seeds", "runs", "metrics"}}}`` (tasks and algorithms sorted).
+
+    Raises :class:`DuplicateSeedError` naming both files when a group holds a seed twice.
+    """
+    groups: dict[str, dict[str, dict[int, Run]]] = {}
+    for run in runs:
+        by_seed = groups.setdefault(run.result["env_id"], {}).setdefault(run.result["algorithm"], {})
+        seed_of_run = run.result["seed"]
+        if seed_of_run in by_seed:
+            raise DuplicateSeedError(
+                f"{run.result['env_id']} {run.result['algorithm']}: seed {seed_of_run} appears twice, in "
+                f"{by_seed[seed_of_run].path} and {run.path}; remove one (a report must not count a seed twice)"
+            )
+        by_seed[seed_of_run] = run
+    tasks: dict[str, Any] = {}
+    for env_id in sorted(groups):
+        tasks[env_id] = {}
+        for algorithm in sorted(groups[env_id]):
+            by_seed = dict(sorted(groups[env_id][algorithm].items()))
+            per_metric: dict[str, list[float]] = {}
+            for run in by_seed.values():
+                for name, value in metric_values(run.result).items():
+                    per_metric.setdefault(name, []).append(value)
+            tasks[env_id][algorithm] = {
+                "seeds": list(by_seed),
+                "runs": [run.path for run in by_seed.values()],
+                "metrics": {
+                    name: summarize_metric(per_metric[name], confidence, reps, seed) for name in _metric_order(per_metric)
+                },
+            }
+    return tasks
+
+
+def _metric_order(names: Iterable[str]) -> list[str]:
+    """Final metrics (``mean_return`` first), then the initial ones likewise, then performance."""
+
+    def key(name: str) -> tuple[int, int, str]:
+        if name in PERFORMANCE_FIELDS:
+            return 2, PERFORMANCE_FIELDS.index(name), ""
+        base = name.removeprefix(INITIAL_PREFIX)
+        return int(name.startswith(INITIAL_PREFIX)), int(base != "mean_return"), base
+
+    return sorted(names, key=key)
+
+
+def _is_final(name: str) -> bool:
+    """Whether a report metric name is one of ``final_eval`` (not initial, not performance)."""
+    return not name.startswith(INITIAL_PREFIX) and name not in PERFORMANCE_FIELDS
+
+
+def to_markdown(report: dict[str, Any], metrics: Sequence[str] | None = None) -> str:
+    """One table per task, a row per algorithm; ``metrics`` picks the final metrics after ``mean_return``
+    (default: the episode metrics, ``mean_<name>``; the corpus metrics are in the JSON, or by name)."""
+    confidence = f"{100 * report['confidence']:g}%"
+    lines = [
+        f"# Benchmark report: {report['runs_dir']}",
+        "",
+        (
+            f"Mean over seeds [{confidence} bootstrap confidence interval of the mean over seeds "
+            f"(rliable, percentile, {report['reps']} resamples, seed {report['seed']})]."
+        ),
+    ]
+    if report["skipped"]:
+        lines += ["", f"Skipped {len(report['skipped'])} invalid result file(s):"]
+        lines += [f"- `{item['path']}`: {item['reason'].splitlines()[0]}" for item in report["skipped"]]
+    for env_id, algorithms in report["tasks"].items():
+        task_metrics = {name for group in algorithms.values() for name in group["metrics"] if _is_final(name)}
+        others = [
+            name for name in _metric_order(task_metrics) if name != "mean_return"
+            and (name in metrics if metrics is not None else name.startswith("mean_"))
+        ]
+        columns = ["mean_return", *others, INITIAL_PREFIX + "mean_return", "wall_time_s"]
+        lines += ["", f"## {env_id}", "", "| algorithm | seeds | " + " | ".join(columns) + " |"]
+        lines.append("|---" * (len(columns) + 2) + "|")
+        for algorithm, group in algorithms.items():
+            cells = [_cell(group["metrics"].get(name), len(group["seeds"])) for name in columns]
+            lines.append(f"| {algorithm} | {len(group['seeds'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(summary: dict[str, Any] | None, group_seeds: int) -> str:
+    """``mean [low, high]``, marked when the metric rests on one seed or fewer seeds than the row."""
+    if summary is None:
+        return "-"
+    if summary["num_seeds"] == 1:  # no interval to show; the seeds column says why
+        text = _number(summary["mean"]) + (" (1 seed)" if group_seeds > 1 else "")
+    else:
+        low, high = summary["ci"]
+        text = f"{_number(summary['mean'])} [{_number(low)}, {_number(high)}]"
+        if summary["num_seeds"] < group_seeds:
+            text += f" ({summary['num_seeds']} of {group_seeds} seeds)"
+    return text
+
+
+def _number(value: float) -> str:
+    """Three decimals, or three significant digits where decimals would hide the value."""
+    return f"{value:.3f}" if value == 0 or 1e-3 <= abs(value) < 1e6 else f"{value:.3g}"
+
+
+def write_report(out_dir: str | Path, report: dict[str, Any], markdown: str) -> None:
+    """Write ``report.json`` and ``report.md`` atomically (a reader never sees half a file)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in (("report.json", json.dumps(report, indent=2, allow_nan=False) + "\n"), ("report.md", markdown)):
+        tmp = out_dir / (name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, out_dir / name)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmark report",
+        description="Mean and bootstrap confidence interval over seeds of every result.json under RUNS_DIR.",
+    )
+    parser.add_argument("runs_dir", metavar="RUNS_DIR", help="folder searched recursively for result.json files")
+    parser.add_argument("--out", help="folder for report.md and report.json (default: RUNS_DIR)")
+    parser.add_argument("--metrics", nargs="+", metavar="NAME", help="final metrics shown after mean_return (default: the episode metrics, mean_<name>; corpus_<name> metrics by name; the JSON holds all)")
+    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default: 2000)")
+    parser.add_argument("--confidence", type=float, default=0.95, help="coverage of the intervals (default: 0.95)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``report`` command; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.reps < 1:
+        parser.error("--reps must be at least 1")
+    if not 0 < args.confidence < 1:
+        parser.error("--confidence must be between 0 and 1")
+    runs_dir = Path(args.runs_dir)
+    if not runs_dir.is_dir():
+        print(f"error: the runs folder {runs_dir} does not exist", file=sys.stderr)
+        return 2
+    runs, skipped = collect_results(runs_dir)
+    for item in skipped:
+        print(f"warning: skipping {runs_dir / item['path']}: {item['reason']}", file=sys.stderr)
+    if not runs:
+        print(f"no valid {RESULT_FILE} under {runs_dir} ({len(skipped)} skipped): nothing to report", file=sys.stderr)
+        return 1
+    known = {name for run in runs for name in metric_values(run.result) if _is_final(name)}
+    unknown = sorted(set(args.metrics or ()) - known)
+    if unknown:
+        print(f"error: --metrics {unknown} are not final metrics of any run (those are {sorted(known)})", file=sys.stderr)
+        return 2
+    try:
+        tasks = summarize(runs, confidence=args.confidence, reps=args.reps, seed=args.seed)
+    except DuplicateSeedError as error:
+        print(f"error in {runs_dir}: {error}", file=sys.stderr)
+        return 2
+    report = {
+        "runs_dir": str(runs_dir),
+        "confidence": args.confidence,
+        "reps": args.reps,
+        "seed": args.seed,
+        "skipped": skipped,
+        "tasks": tasks,
+    }
+    markdown = to_markdown(report, args.metrics)
+    print(markdown, end="")
+    write_report(args.out or runs_dir, report, markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

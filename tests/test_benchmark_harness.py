@@ -1,0 +1,315 @@
+"""The benchmark harness (``python -m benchmark run``): suites, job expansion, placement, resume
+after SIGKILL and Ctrl-C, retries, failures, and the Ray and Slurm (submitit) backends.
+
+Scheduling tests run the harness as a user does (``python -m benchmark run``, a process)
+on suites of ``harness_fake_baseline.py``, which takes seconds; one test runs the real
+``smoke`` suite's Prompts-v0 jobs with the real baselines, then the report.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium
+import pytest
+from conftest import load_baseline
+
+from benchmark.attempt import Attempt
+from benchmark.placement import Slot, parse_gpus, plan_slots
+from benchmark.suite import ROOT, SuiteError, expand_jobs, load_suite, render_flags
+from lm_gym.core.errors import ConfigurationError
+from lm_gym.results import load_result
+
+FAKE = Path(__file__).with_name("harness_fake_baseline.py")
+BASELINES = sorted(path.name for path in (ROOT / "baselines").glob("*.py"))
+
+
+def write_suite(tmp_path, body: str, name="tiny") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(body.replace("FAKE", str(FAKE)))
+    return path
+
+
+FAKE_SUITE = """
+[suite]
+description = "fake jobs"
+seeds = [1, 2, 3]
+retries = 1
+
+[algorithms.warm]
+script = "FAKE"
+[algorithms.rl]
+script = "FAKE"
+args = { init-from = "{warm?}/checkpoint", steps = 4, step-seconds = 0.2 }
+
+[tasks.a]
+env_id = "lm_gym/IMDB-v0"
+env_kwargs = { source = "synthetic" }
+algorithms = ["warm", "rl"]
+[tasks.b]
+env_id = "lm_gym/Wordle-v0"
+algorithms = ["rl"]
+"""
+
+
+def harness(*args, check=True, **popen) -> subprocess.CompletedProcess:
+    completed = subprocess.run([sys.executable, "-m", "benchmark", "run", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300, **popen)
+    if check and completed.returncode != 0:
+        raise AssertionError(f"harness exit {completed.returncode}\n{completed.stdout}\n{completed.stderr}")
+    return completed
+
+
+def results(root: Path) -> dict[str, dict]:
+    return {str(path.parent.relative_to(root)): load_result(path.parent) for path in root.rglob("result.json")}
+
+
+# ----------------------------------------------------------------------------- suites and jobs
+def test_the_smoke_suite_covers_every_registered_task_and_every_baseline(tmp_path):
+    jobs = expand_jobs(load_suite("smoke"), tmp_path)
+    env_ids = {job.argv[job.argv.index("--env-id") + 1] for job in jobs if job.is_baseline}
+    assert env_ids == {env_id for env_id in gymnasium.registry if env_id.startswith("lm_gym/")}
+    assert {Path(job.argv[0]).name for job in jobs if job.is_baseline} == set(BASELINES)
+    by_key = {job.key: job for job in jobs}
+    # RL starts from the task's SFT checkpoint where the task has SFT; Prompts-v0 has none
+    assert by_key["imdb/ppo/seed1"].needs == ("imdb/sft/seed1",)
+    ppo_argv = by_key["imdb/ppo/seed1"].argv
+    assert ppo_argv[ppo_argv.index("--init-from") + 1] == str(tmp_path.resolve() / "imdb/sft/seed1/checkpoint")
+    assert by_key["prompts/ppo/seed1"].needs == () and "--init-from" not in by_key["prompts/ppo/seed1"].argv
+    assert by_key["wordle/filtered_bc/seed1"].needs == ("wordle/data/mixture",)
+    assert by_key["wordle/data/mixture"].argv[:2] == ("-m", "lm_gym.tasks.wordle.offline_data")
+    # every job after the jobs it needs
+    position = {job.key: index for index, job in enumerate(jobs)}
+    assert all(position[need] < position[job.key] for job in jobs for need in job.needs)
+
+
+def test_selection_pulls_in_needed_jobs_and_seeds_are_replaced(tmp_path):
+    suite = load_suite("smoke")
+    jobs = expand_jobs(suite, tmp_path, tasks=["wordle"], algorithms=["ppo", "bc"], seeds=[4, 5])
+    assert [job.key for job in jobs] == [
+        "wordle/sft/seed4", "wordle/ppo/seed4", "wordle/sft/seed5", "wordle/ppo/seed5", "wordle/data/mixture", "wordle/bc/seed4", "wordle/bc/seed5",
+    ]
+    with pytest.raises(SuiteError, match="--tasks: the suite has no tasks \\['chess'\\]"):
+        expand_jobs(suite, tmp_path, tasks=["chess"])
+    with pytest.raises(SuiteError, match="--algos"):
+        expand_jobs(suite, tmp_path, algorithms=["dqn"])
+    with pytest.raises(SuiteError, match="no suite named 'nope'"):
+        load_suite("nope")
+
+
+def test_flags_render_as_the_baselines_parse_them():
+    assert render_flags({"rloo": True, "scale_rewards": False, "seeds": [1, 2], "env-kwargs": {"source": "synthetic"}, "lr": 1e-5}) == [
+        "--rloo", "--no-scale-rewards", "--seeds", "1", "2", "--env-kwargs", '{"source": "synthetic"}', "--lr", "1e-05",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("[suite]\nseeds = [1, 1]\n[tasks.a]\nenv_id = 'x'", "seeds must be a non-empty list of distinct integers"),
+        ("[suite]\nretrys = 2\n[tasks.a]\nenv_id = 'x'", "unknown keys \\['retrys'\\]"),
+        ("[tasks.a]\nenv_id = 'x'\nalgorithms = ['ppo']", "names algorithms \\['ppo'\\] with no \\[algorithms.<label>\\] table"),
+        ("[algorithms.p]\nscript = 'FAKE'\nargs = { x = '{nope}' }\n[tasks.a]\nenv_id = 'x'\nalgorithms = ['p']", "unknown placeholder \\{nope\\}"),
+        ("[algorithms.p]\nscript = 'FAKE'\nargs = { x = '{q}' }\n[algorithms.q]\nscript = 'FAKE'\nargs = { x = '{p}' }\n[tasks.a]\nenv_id = 'x'\nalgorithms = ['p', 'q']", "cycle"),
+        ("[tasks.a]\nenv_id = 'x'\n[tasks.a.data.d]\nargs = {}", "exactly one of module"),
+        ("[tasks.a\nenv_id = 'x'", "not valid TOML"),
+    ],
+)
+def test_bad_suites_are_refused_with_the_reason(tmp_path, body, message):
+    with pytest.raises(SuiteError, match=message):
+        expand_jobs(load_suite(str(write_suite(tmp_path, body))), tmp_path / "runs")
+
+
+def test_grue_dry_run_lists_jobs_whose_command_lines_the_baselines_accept(tmp_path):
+    import tyro
+
+    suite = load_suite("grue")
+    jobs = expand_jobs(suite, tmp_path)
+    assert len(suite.seeds) == 5 and {job.seed for job in jobs if job.is_baseline} == set(suite.seeds)
+    assert {job.argv[job.argv.index("--env-id") + 1] for job in jobs if job.is_baseline} == {
+        env_id for env_id in gymnasium.registry if env_id.startswith("lm_gym/")}
+    for job in jobs:
+        if job.is_baseline:
+            args = tyro.cli(load_baseline(Path(job.argv[0]).stem).Args, args=list(job.argv[1:]))
+            assert args.seed == job.seed and args.out_dir == str(job.out_dir)
+        else:  # data modules: every flag is one their --help lists
+            help_text = subprocess.run([sys.executable, *job.argv[:2], "--help"], capture_output=True, text=True, cwd=ROOT).stdout
+            assert all(flag.split("=")[0] in help_text for flag in job.argv[2:] if flag.startswith("--")), job.key
+    listing = harness("--suite", "grue", "--dry-run", "--out", tmp_path)
+    assert f"{len(jobs)} jobs: 8 tasks" in listing.stdout and "python baselines/ppo.py" in listing.stdout
+
+
+# ----------------------------------------------------------------------------- placement
+def test_slots_on_fake_gpus_and_cpu_workers():
+    assert plan_slots(["3", "5"], jobs_per_gpu=2, cpu_count=8) == [
+        Slot("gpu3.0", "3", 2), Slot("gpu5.0", "5", 2), Slot("gpu3.1", "3", 2), Slot("gpu5.1", "5", 2)]
+    assert plan_slots([], threads_per_job=2, cpu_count=8) == [Slot(f"cpu.{k}", None, 2) for k in range(4)]
+    assert plan_slots([], workers=3, cpu_count=8) == [Slot(f"cpu.{k}", None, 2) for k in range(3)]
+    assert Slot("cpu.0", None, 2).env() == {"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    assert parse_gpus("0, 2") == ["0", "2"] and parse_gpus("none") == []
+    with pytest.raises(ConfigurationError, match="--gpus"):
+        parse_gpus("0,0")
+
+
+def test_jobs_get_their_gpu_through_cuda_visible_devices(tmp_path):
+    suite = write_suite(tmp_path, FAKE_SUITE.replace("step-seconds = 0.2", "step-seconds = 0.3"))
+    harness("--suite", suite, "--out", tmp_path / "runs", "--gpus", "3,5", "--jobs-per-gpu", "2")
+    runs = results(tmp_path / "runs" / "tiny")
+    assert len(runs) == 9
+    intervals = {"3": [], "5": []}
+    for result in runs.values():
+        gpu = result["config"]["cuda_visible_devices"]
+        intervals[gpu].append((result["config"]["started"], result["config"]["ended"]))
+        assert result["config"]["omp_num_threads"] == str(max(1, os.cpu_count() // 4))
+    assert intervals["3"] and intervals["5"]  # both GPUs used
+    for spans in intervals.values():  # never more than 2 jobs at once on one GPU
+        for start, _ in spans:
+            assert sum(s <= start < e for s, e in spans) <= 2
+
+
+# ----------------------------------------------------------------------------- resume and faults
+def test_a_suite_killed_with_sigkill_resumes_with_every_result_once(tmp_path):
+    suite = write_suite(tmp_path, FAKE_SUITE)
+    root = tmp_path / "runs" / "tiny"
+    process = subprocess.Popen([sys.executable, "-m", "benchmark", "run", "--suite", suite, "--out", tmp_path / "runs", "--workers", "2"],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # kill it once one job finished and an RL job is mid-way
+        finished = list(root.rglob("result.json"))
+        midway = [p for p in root.rglob("state.json") if not (p.parents[1] / "result.json").exists()]
+        if finished and any(p.parents[1].parent.name == "rl" for p in midway):
+            break
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    time.sleep(1.0)
+    pids = [int(pid) for path in root.rglob("pids.txt") for pid in path.read_text().split()]
+    assert not any(_alive(pid) for pid in pids), "the harness's children outlived it"
+    assert len(results(root)) < 9
+
+    harness("--suite", suite, "--out", tmp_path / "runs", "--workers", "2")
+    runs = results(root)
+    assert len(runs) == 9
+    for job_dir in (root / key for key in runs):
+        assert len((job_dir / "finishes.txt").read_text().splitlines()) == 1  # no result written twice
+    assert any(result["config"]["resumed_from"] > 0 for result in runs.values()), "no job continued from its checkpoint"
+    assert not list(root.rglob("*.tmp"))
+    status = json.loads((root / "harness.json").read_text())
+    assert status["counts"] == {"done": 9}
+
+
+def test_ctrl_c_stops_the_running_jobs_and_a_rerun_finishes(tmp_path):
+    suite = write_suite(tmp_path, FAKE_SUITE.replace("step-seconds = 0.2", "step-seconds = 1.0"))
+    root = tmp_path / "runs" / "tiny"
+    process = subprocess.Popen([sys.executable, "-m", "benchmark", "run", "--suite", suite, "--out", tmp_path / "runs", "--workers", "2"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not list(root.rglob("state.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = harness("--suite", suite, "--out", tmp_path / "runs", check=False)  # the folder is taken
+    assert second.returncode == 2 and "another harness is running" in second.stdout
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    status = json.loads((root / "harness.json").read_text())
+    assert status["counts"].get("interrupted") and "interrupted" in output
+    pids = [int(pid) for path in root.rglob("pids.txt") for pid in path.read_text().split()]
+    assert not any(_alive(pid) for pid in pids)
+    harness("--suite", suite, "--out", tmp_path / "runs", "--workers", "2")
+    assert len(results(root)) == 9
+
+
+def test_a_failing_job_is_retried_then_recorded_without_stopping_the_suite(tmp_path):
+    body = FAKE_SUITE.replace('args = { init-from = "{warm?}/checkpoint", steps = 4, step-seconds = 0.2 }',
+                              'args = { init-from = "{warm?}/checkpoint", steps = 2, fail-first-attempt = true }')
+    body = body.replace('[algorithms.warm]\nscript = "FAKE"', '[algorithms.warm]\nscript = "FAKE"\nargs = { fail-seeds = [2] }')
+    suite = write_suite(tmp_path, body)
+    completed = harness("--suite", suite, "--out", tmp_path / "runs", "--workers", "2", check=False)
+    assert completed.returncode == 1
+    root = tmp_path / "runs" / "tiny"
+    status = json.loads((root / "harness.json").read_text())["jobs"]
+    assert status["a/warm/seed2"]["state"] == "failed" and status["a/warm/seed2"]["attempts"] == 2
+    assert status["a/rl/seed2"]["state"] == "skipped" and "a/warm/seed2" in status["a/rl/seed2"]["note"]
+    for key in ("a/rl/seed1", "a/rl/seed3", "b/rl/seed1", "b/rl/seed2", "b/rl/seed3"):  # failed once, resumed on the retry
+        assert status[key]["state"] == "done" and status[key]["attempts"] == 2
+        assert load_result(root / key)["config"]["resumed_from"] == 1
+    assert "failing on purpose" in (root / "a/warm/seed2/harness.log").read_text()
+    assert "2 failed" not in completed.stdout and "1 failed, 1 skipped" in completed.stdout
+
+
+def test_tracking_sets_the_wandb_group_and_tags(tmp_path):
+    suite = write_suite(tmp_path, FAKE_SUITE.replace("seeds = [1, 2, 3]", "seeds = [1]"))
+    harness("--suite", suite, "--out", tmp_path / "runs", "--track", "--auto-tag", "--tasks", "b", env={**os.environ, "WANDB_MODE": "offline"})
+    config = load_result(tmp_path / "runs/tiny/b/rl/seed1")["config"]
+    assert config["track"] and config["wandb_run_group"].startswith("tiny-") and config["wandb_tags"].split(",")[0] == "tiny"
+
+
+# ----------------------------------------------------------------------------- cluster backends
+def test_ray_backend_runs_a_suite_on_a_local_ray_instance(tmp_path):
+    pytest.importorskip("ray")
+    suite = write_suite(tmp_path, FAKE_SUITE.replace("seeds = [1, 2, 3]", "seeds = [1, 2]").replace("step-seconds = 0.2", "step-seconds = 0"))
+    harness("--suite", suite, "--out", tmp_path / "runs", "--backend", "ray", "--gpus", "none")
+    runs = results(tmp_path / "runs" / "tiny")
+    assert len(runs) == 6 and all(result["config"]["omp_num_threads"] == "1" for result in runs.values())
+
+
+def test_slurm_backend_through_submitits_local_executor(tmp_path):
+    pytest.importorskip("submitit")
+    suite = write_suite(tmp_path, FAKE_SUITE.replace("seeds = [1, 2, 3]", "seeds = [1]").replace("step-seconds = 0.2", "step-seconds = 0"))
+    harness("--suite", suite, "--out", tmp_path / "runs", "--backend", "slurm", "--submitit-cluster", "local")
+    assert len(results(tmp_path / "runs" / "tiny")) == 3
+
+
+def test_slurm_array_and_parameters_as_sbatch_receives_them(tmp_path, monkeypatch):
+    submitit = pytest.importorskip("submitit")
+    from benchmark.slurm_backend import SlurmBackend, SubmititAttempt, slurm_parameters
+
+    bin_dir = tmp_path / "bin"  # a fake Slurm: srun exists, sbatch keeps the script it is given
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text("#!/bin/sh\n")
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {tmp_path}/submitted.sh\necho "Submitted batch job 4242"\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    parameters = slurm_parameters(suite="grue", cpus_per_task=4, gpus_per_task=1, timeout_minutes=90, partition="gpu",
+                                  array_parallelism=2, extra={"account": "myproj", "qos": "high"})
+    backend = SlurmBackend(folder=tmp_path / "runs", cluster="slurm", parameters=parameters)
+    attempts = [Attempt(key=f"t/ppo/seed{k}", argv=("python", "ppo.py"), cwd=str(tmp_path), out_dir=str(tmp_path / f"j{k}")) for k in range(5)]
+    jobs = backend.submit(attempts)
+    assert [job.job_id for job in jobs] == [f"4242_{k}" for k in range(5)]  # one array
+    script = (tmp_path / "submitted.sh").read_text()
+    for line in ("#SBATCH --array=0-4%2", "#SBATCH --cpus-per-task=4", "#SBATCH --gpus-per-node=1", "#SBATCH --time=90",
+                 "#SBATCH --partition=gpu", "#SBATCH --account=myproj", "#SBATCH --qos=high", "#SBATCH --job-name=lm-gym-grue",
+                 "#SBATCH --signal=USR2@120", "#SBATCH --ntasks-per-node=1"):
+        assert line in script, line
+    # preemption or timeout: submitit requeues the same attempt, continuing from the checkpoint
+    requeued = SubmititAttempt().checkpoint(attempts[0])
+    assert isinstance(requeued, submitit.helpers.DelayedSubmission) and requeued.args[0].argv[-1] == "--resume"
+
+
+# ----------------------------------------------------------------------------- the real suite
+def test_the_smoke_suites_prompts_jobs_run_with_the_real_baselines_and_report(tmp_path):
+    out = tmp_path / "runs"
+    harness("--suite", "smoke", "--tasks", "prompts", "--algos", "ppo", "rloo", "--out", out, "--workers", "2")
+    runs = results(out / "smoke")
+    assert set(runs) == {"prompts/ppo/seed1", "prompts/rloo/seed1"}
+    assert {result["algorithm"] for result in runs.values()} == {"ppo", "rloo"}
+    report = subprocess.run([sys.executable, "-m", "benchmark", "report", out / "smoke"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    summary = json.loads((out / "smoke" / "report.json").read_text())
+    assert summary["tasks"]["lm_gym/Prompts-v0"]["ppo"]["metrics"]["mean_return"]["mean"] == runs["prompts/ppo/seed1"]["final_eval"]["mean_return"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead; /proc says so
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
