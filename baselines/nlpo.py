@@ -49,8 +49,10 @@ import copy
 import functools
 import inspect
 import json
+import os
 import random
 import resource
+import shutil
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -508,15 +510,24 @@ def main(args: Args) -> dict:
         wandb.init(project=args.wandb_project, config=asdict(args), dir=str(out_dir), name=f"nlpo-{args.env_id.split('/')[-1]}-{args.seed}")
 
     def save_checkpoint(iteration: int) -> None:
-        checkpoint_dir.mkdir(parents=True, exist_ok=True)
-        policy.save_pretrained(checkpoint_dir, safe_serialization=True)
-        tokenizer.save_pretrained(checkpoint_dir)
-        if not (checkpoint_dir / "reference").is_dir():
-            reference.save_pretrained(checkpoint_dir / "reference", safe_serialization=True)
-        mask_model.save_pretrained(checkpoint_dir / "mask_model", safe_serialization=True)
+        """Replaced atomically: a run killed while saving resumes from the previous checkpoint."""
+        tmp, old = checkpoint_dir.with_name("checkpoint.tmp"), checkpoint_dir.with_name("checkpoint.old")
+        shutil.rmtree(tmp, ignore_errors=True)
+        policy.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        if (checkpoint_dir / "reference").is_dir():  # the frozen reference never changes: hard links, no copy
+            shutil.copytree(checkpoint_dir / "reference", tmp / "reference", copy_function=os.link)
+        else:
+            reference.save_pretrained(tmp / "reference", safe_serialization=True)
+        mask_model.save_pretrained(tmp / "mask_model", safe_serialization=True)
         rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
         state = {"value_head": value_head.state_dict(), "optimizer": optimizer.state_dict(), "kl_coef": kl_coef, "iteration": iteration, "curves": curves, "initial_eval": initial_eval, "rng": rng, "wall_time_s": elapsed_before + time.time() - start_time}
-        torch.save(state, checkpoint_dir / "trainer_state.pt")
+        torch.save(state, tmp / "trainer_state.pt")
+        shutil.rmtree(old, ignore_errors=True)
+        if checkpoint_dir.exists():
+            checkpoint_dir.rename(old)
+        tmp.rename(checkpoint_dir)
+        shutil.rmtree(old, ignore_errors=True)
 
     num_parameters = sum(p.numel() for p in policy.parameters())
     print(
