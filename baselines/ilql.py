@@ -118,7 +118,7 @@ class Args:
     tau: float = 0.7
     """expectile of the V loss (0.5: V is the mean of Q; towards 1: the max)"""
     cql_weight: float = 0.005
-    """weight of the CQL term (the paper's alpha; 0.005 as the ILQL code base's Wordle configs)"""
+    """weight of the CQL term (the ILQL code base's cql_loss_weight: 1e-4 in its Wordle configs, 1.0 Visual Dialogue, 0.25 Reddit)"""
     awac_weight: float = 1.0
     """weight of the policy (behaviour-cloning) loss"""
     policy_loss: Literal["bc", "awac"] = "bc"

@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 from rich.console import Console
 
 from benchmark.attempt import job_finished
 from benchmark.placement import parse_gpus, plan_slots
-from benchmark.scheduler import STATUS_FILE, Scheduler
-from benchmark.suite import ROOT, SuiteError, expand_jobs, load_suite
+from benchmark.scheduler import Scheduler
+from benchmark.suite import ROOT, expand_jobs, load_suite
 from lm_gym.core.errors import ConfigurationError
 
 
