@@ -116,17 +116,10 @@ def _make_backend(args, suite, out_root: Path, timeout_minutes: float | None, co
     if args.backend == "ray":
         from benchmark.ray_backend import RayBackend
 
-        local_gpus = parse_gpus(args.gpus) if args.address is None else []
-        gpus_per_job = args.gpus_per_job
-        if gpus_per_job is None:
-            gpus_per_job = 1 / args.jobs_per_gpu if (local_gpus or args.address) else 0.0
-        if args.address is not None and args.gpus_per_job is None:
-            import ray  # an existing cluster: ask for GPUs only if it has some
-
-            ray.init(address=args.address)
-            gpus_per_job = gpus_per_job if ray.cluster_resources().get("GPU", 0) else 0.0
-            ray.shutdown()
-        return RayBackend(address=args.address, num_cpus_per_job=suite.threads_per_job, num_gpus_per_job=gpus_per_job, local_gpus=local_gpus)
+        return RayBackend(
+            address=args.address, num_cpus_per_job=suite.threads_per_job, num_gpus_per_job=args.gpus_per_job,
+            jobs_per_gpu=args.jobs_per_gpu, local_gpus=parse_gpus(args.gpus) if args.address is None else [],
+        )
     from benchmark.slurm_backend import SlurmBackend, slurm_parameters
 
     extra = {}

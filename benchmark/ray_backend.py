@@ -17,7 +17,7 @@ from benchmark.suite import ROOT
 class RayBackend:
     name = "ray"
 
-    def __init__(self, *, address: str | None, num_cpus_per_job: int, num_gpus_per_job: float, local_gpus: list[str]):
+    def __init__(self, *, address: str | None, num_cpus_per_job: int, num_gpus_per_job: float | None, jobs_per_gpu: int, local_gpus: list[str]):
         import ray
 
         self.ray = ray
@@ -29,16 +29,18 @@ class RayBackend:
                      runtime_env={"env_vars": {"PYTHONPATH": python_path}}, log_to_driver=False)
         else:
             ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": python_path}}, log_to_driver=False)
+        if num_gpus_per_job is None:  # a GPU share per job wherever the instance or cluster has GPUs
+            num_gpus_per_job = 1 / jobs_per_gpu if ray.cluster_resources().get("GPU", 0) else 0.0
         self.task = ray.remote(run_attempt).options(num_cpus=num_cpus_per_job, num_gpus=num_gpus_per_job, max_retries=0)
-        self.num_gpus_per_job = num_gpus_per_job
+        self.num_cpus_per_job = num_cpus_per_job
 
     def capacity(self) -> int:
         return 1 << 30  # Ray queues tasks until their resources are free
 
     def submit(self, attempts: list[Attempt]) -> list:
-        if self.num_gpus_per_job:  # Ray assigns the GPU: do not override its CUDA_VISIBLE_DEVICES
-            attempts = [_without(attempt, "CUDA_VISIBLE_DEVICES") for attempt in attempts]
-        return [self.task.remote(attempt) for attempt in attempts]
+        # Ray sets each task's CUDA_VISIBLE_DEVICES to its GPU (empty without one); threads as local slots
+        threads = {"OMP_NUM_THREADS": str(self.num_cpus_per_job), "MKL_NUM_THREADS": str(self.num_cpus_per_job)}
+        return [self.task.remote(replace(attempt, env={**attempt.env, **threads})) for attempt in attempts]
 
     def poll(self, handle) -> int | None:
         ready, _ = self.ray.wait([handle], timeout=0)
@@ -58,6 +60,3 @@ class RayBackend:
     def close(self) -> None:
         self.ray.shutdown()
 
-
-def _without(attempt: Attempt, variable: str) -> Attempt:
-    return replace(attempt, env={k: v for k, v in attempt.env.items() if k != variable})
