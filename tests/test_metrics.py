@@ -2,6 +2,7 @@
 
 import importlib
 import math
+from pathlib import Path
 
 import evaluate
 import nltk
@@ -103,6 +104,35 @@ def test_missing_wordnet_names_the_fix(uncached_wordnet, monkeypatch, tmp_path):
     (tmp_path / "data.noun").touch()
     with pytest.raises(DataUnavailableError, match="incomplete .*data.adj"):
         wordnet()
+
+
+def test_without_a_database_wordnet_is_downloaded_once_unless_offline(uncached_wordnet, monkeypatch, tmp_path):
+    try:
+        database = wordnet_module._database_directory()
+    except DataUnavailableError:
+        pytest.skip("no system WordNet database to stand in for the download")
+    downloads = []
+
+    def fake_download(name, download_dir, **kwargs):  # nltk's download, served from the system database
+        downloads.append((name, download_dir))
+        wordnet_module._build_nltk_root(database, Path(download_dir))
+
+    monkeypatch.setattr(nltk, "download", fake_download)
+    monkeypatch.setattr(wordnet_module, "_nltk_has_wordnet", lambda: False)
+    monkeypatch.setenv("WNSEARCHDIR", str(tmp_path))  # no system database
+    with pytest.raises(DataUnavailableError, match="WordNet is not available"):
+        wordnet()  # HF_HUB_OFFLINE (set for the test suite): nothing is downloaded
+    assert downloads == []
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    assert wordnet().synsets("dog") and [name for name, _ in downloads] == ["wordnet"]
+    wordnet.cache_clear()
+    assert wordnet().synsets("cat") and len(downloads) == 1  # the cached copy
+
+    monkeypatch.setattr(nltk, "download", lambda *args, **kwargs: (_ for _ in ()).throw(ValueError("no network")))
+    monkeypatch.setattr(wordnet_module, "cached_directory", lambda kind, key, build: build(tmp_path / "never"))  # not the cached copy
+    wordnet.cache_clear()
+    with pytest.raises(DataUnavailableError, match="Downloading nltk's copy failed too: no network"):
+        wordnet_module._nltk_root()
 
 
 def test_wordnet_root_built_from_the_system_database_is_a_copy(uncached_wordnet, monkeypatch):

@@ -1,9 +1,11 @@
-"""WordNet for METEOR and concept coverage, without nltk's download.
+"""WordNet for METEOR and concept coverage, from nltk's data, the system's database or a download.
 
 nltk reads WordNet from ``corpora/wordnet`` under one of the ``nltk.data.path`` roots. Where
 nltk's own copy is missing, :func:`wordnet` uses a WordNet 3.0 database installed by the
 system (Debian/Ubuntu ``wordnet-base``: ``/usr/share/wordnet``, or ``$WNSEARCHDIR``): it
-builds, once, an nltk data root under the lm-gym cache holding a copy of those files.
+builds, once, an nltk data root under the lm-gym cache holding a copy of those files. With
+neither, it downloads nltk's copy into the lm-gym cache once (as ``evaluate``'s METEOR does),
+unless ``HF_HUB_OFFLINE`` is set; when that fails too, the error names the ways to install it.
 
 Two files nltk needs are not in ``wordnet-base``: ``lexnames`` (the lexicographer file
 names, written here) and ``index.sense`` (copied when present, e.g. from Debian's
@@ -17,6 +19,7 @@ import functools
 import hashlib
 import os
 import shutil
+import socket
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,7 +63,7 @@ INSTALL_HINT = (
 def wordnet() -> WordNetCorpusReader:
     """nltk's WordNet reader: nltk's own data if present, else the system's WordNet 3.0 database."""
     if not _nltk_has_wordnet():
-        root = str(_nltk_root_from_database(_database_directory()))
+        root = str(_nltk_root())
         if root not in nltk.data.path:
             nltk.data.path.append(root)
     with warnings.catch_warnings():
@@ -77,6 +80,28 @@ def _nltk_has_wordnet() -> bool:
             continue
         return True
     return False
+
+
+def _nltk_root() -> Path:
+    """An nltk data root holding WordNet: a copy of the system's database, else nltk's download."""
+    try:
+        return _nltk_root_from_database(_database_directory())
+    except DataUnavailableError as missing:
+        if os.environ.get("HF_HUB_OFFLINE", "0").lower() not in ("0", "false", ""):
+            raise
+        try:
+            return cached_directory("nltk_data", "wordnet-download", _download_wordnet)
+        except Exception as error:  # no network, a proxy, a firewall: the install hint is the way out
+            raise DataUnavailableError(f"{missing} Downloading nltk's copy failed too: {error}") from None
+
+
+def _download_wordnet(root: Path) -> None:
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(30)  # nltk's urlopen has no timeout of its own
+    try:
+        nltk.download("wordnet", download_dir=str(root), quiet=True, raise_on_error=True)
+    finally:
+        socket.setdefaulttimeout(previous)
 
 
 def _database_directory() -> Path:
