@@ -56,7 +56,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.registration import resolve_tokenizer
 from lm_gym.core.vector import episode_info
-from lm_gym.results import make_result, summarize_episodes, write_result
+from lm_gym.results import episode_samples, make_result, summarize_episodes, write_result
 
 
 @dataclass
@@ -325,14 +325,14 @@ def play_round(venv, model, tokenizer, seed, lengths: dict, greedy: bool, temper
         totals[indices] += rewards[indices]
         for i in indices[(terminations | truncations)[indices]]:
             active[i] = False
-            finals[i] = episode_info(infos, i)
+            finals[i] = {**episode_info(infos, i), "observation": observations[i]}
             if "metrics" in infos:
                 metrics[i] = {key: float(values[i]) for key, values in infos["metrics"].items() if not key.startswith("_")}
     return totals, metrics, finals, turns
 
 
-def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, device: str) -> dict:
-    """Episodes of the validation split; every evaluation of a run plays the same episodes with the
+def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, device: str) -> tuple[dict, list[dict]]:
+    """Episodes of the validation split: the evaluation and a few sample episodes. Every evaluation of a run plays the same episodes with the
     same random numbers (a fixed seed in a forked RNG, so training's random streams are untouched)."""
     returns, metrics, finals = [], [], []
     with torch.random.fork_rng(devices=[device] if device.startswith("cuda") else []):
@@ -347,7 +347,8 @@ def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, device: str)
             finals.extend(round_finals)
             round_index += 1
         corpus = eval_env.envs[0].corpus_metrics(finals[: args.eval_episodes], language_model=args.perplexity_model)
-    return summarize_episodes(np.array(returns[: args.eval_episodes]), metrics[: args.eval_episodes], corpus)
+    evaluation = summarize_episodes(np.array(returns[: args.eval_episodes]), metrics[: args.eval_episodes], corpus)
+    return evaluation, episode_samples(finals, returns)
 
 
 def format_eval(evaluation: dict) -> str:
@@ -433,8 +434,9 @@ def main(args: Args) -> dict:
         f"{args.num_prompts} groups of {args.group_size} x {args.iterations} iterations, beta {args.beta:g}"
         f"{', resumed at iteration ' + str(first_iteration) if resuming else ''}, writing to {out_dir}"
     )
+    samples: list[dict] = []  # a few episodes of the latest evaluation, for result.json
     if not resuming:  # the starting policy, evaluated exactly as the final one
-        initial_eval = evaluate(eval_env, policy, tokenizer, args, lengths, device)
+        initial_eval, samples = evaluate(eval_env, policy, tokenizer, args, lengths, device)
     generated_tokens, rollout_seconds = 0, 0.0
     progress = tqdm(range(first_iteration, args.iterations + 1), desc=algorithm, unit="it", initial=first_iteration - 1, total=args.iterations)
     for iteration in progress:
@@ -527,7 +529,8 @@ def main(args: Args) -> dict:
         out_of_time = args.time_limit_minutes is not None and time.time() - start_time > 60 * args.time_limit_minutes
         last_iteration = iteration == args.iterations or out_of_time
         if (args.eval_every and iteration % args.eval_every == 0) or last_iteration:
-            row.update({f"eval/{key}": value for key, value in evaluate(eval_env, policy, tokenizer, args, lengths, device).items()})
+            evaluation, samples = evaluate(eval_env, policy, tokenizer, args, lengths, device)
+            row.update({f"eval/{key}": value for key, value in evaluation.items()})
         curves.append(row)
         progress.set_postfix(ret=f"{row['mean_return']:.3f}", kl=f"{row['kl']:.2f}")
         if args.track:
@@ -553,6 +556,7 @@ def main(args: Args) -> dict:
         peak_memory_mb=peak_memory_mb,
         checkpoint=checkpoint_dir.name,
         device=device,
+        samples=samples,
     )
     write_result(out_dir, result)
     print(f"{args.env_id} {algorithm} seed {args.seed}: final evaluation {format_eval(final_eval)} (start {format_eval(initial_eval)})")

@@ -78,7 +78,7 @@ import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.registration import resolve_tokenizer
 from lm_gym.core.vector import episode_info
 from lm_gym.offline import load_trajectories, reference_trajectories
-from lm_gym.results import make_result, summarize_episodes, write_result
+from lm_gym.results import episode_samples, make_result, summarize_episodes, write_result
 
 DEFAULT_MODEL_CONFIG = '{"model_type": "gpt2", "n_layer": 2, "n_embd": 128, "n_head": 4}'
 TRAINER_STATE = "trainer_state.pt"
@@ -517,8 +517,9 @@ def generate(policy, value_trunk, heads: ILQLHeads, prompts: list[list[int]], ma
     return [row[: row.index(eos_id)] if eos_id in row else row for row in rows]
 
 
-def evaluate(policy, value_trunk, heads, tokenizer, venv, args: Args, lengths: dict[str, Any]) -> dict[str, float]:
-    """``args.eval_episodes`` episodes of the validation setting; episode j is reset with seed ``eval_seed + j``."""
+def evaluate(policy, value_trunk, heads, tokenizer, venv, args: Args, lengths: dict[str, Any]) -> tuple[dict[str, float], list[dict]]:
+    """``args.eval_episodes`` episodes of the validation setting (episode j reset with seed ``eval_seed + j``):
+    the evaluation and a few sample episodes."""
     set_training(False, policy, value_trunk)
     returns, metrics, finals = [], [], []
     max_chars = venv.single_action_space.max_length
@@ -544,7 +545,7 @@ def evaluate(policy, value_trunk, heads, tokenizer, venv, args: Args, lengths: d
                 finished = active & (terminations | truncations)
                 for i in np.flatnonzero(finished[:counted]):
                     returns.append(float(episode_return[i]))
-                    finals.append(episode_info(infos, i))
+                    finals.append({**episode_info(infos, i), "observation": observations[i]})
                     episode_metrics = infos["metrics"] if "metrics" in infos and infos["_metrics"][i] else {}
                     metrics.append({key: values[i] for key, values in episode_metrics.items() if not key.startswith("_") and episode_metrics["_" + key][i]})
                 active &= ~finished
@@ -553,7 +554,7 @@ def evaluate(policy, value_trunk, heads, tokenizer, venv, args: Args, lengths: d
             else:
                 raise RuntimeError(f"evaluation episodes still running after {EVAL_MAX_TURNS} turns")
     set_training(True, policy, value_trunk)
-    return summarize_episodes(returns, metrics, venv.envs[0].corpus_metrics(finals))
+    return summarize_episodes(returns, metrics, venv.envs[0].corpus_metrics(finals)), episode_samples(finals, returns)
 
 
 def format_eval(evaluation: dict[str, float] | None) -> str:
@@ -625,10 +626,10 @@ def main(args: Args) -> dict[str, Any]:
         eval_kwargs["split"] = "validation"
     venv = None
 
-    def run_eval() -> dict[str, float] | None:
+    def run_eval() -> tuple[dict[str, float] | None, list[dict]]:
         nonlocal venv
         if args.eval_episodes == 0:
-            return None
+            return None, []
         if venv is None:
             num_envs = min(args.eval_batch_size, args.eval_episodes)
             venv = gymnasium.make_vec(args.env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **eval_kwargs)
@@ -665,7 +666,7 @@ def main(args: Args) -> dict[str, Any]:
         f"{total_steps} steps{', resumed at step ' + str(state['step']) if resuming else ''}, writing to {out_dir}"
     )
     if not resuming:
-        state["initial_eval"] = run_eval()
+        state["initial_eval"], _ = run_eval()
 
     # ---- training loop ----
     window: dict[str, list[float]] = {}
@@ -700,7 +701,7 @@ def main(args: Args) -> dict[str, Any]:
             entry = {"step": step, **{key: float(np.mean(values)) for key, values in window.items()}, "lr": scheduler.get_last_lr()[0]}
             window = {}
         if args.eval_every and step % args.eval_every == 0 and step < total_steps:
-            evaluation = run_eval()
+            evaluation, _ = run_eval()
             progress.write(f"step {step}: eval {format_eval(evaluation)}")
             entry = {"step": step, **entry, **{f"eval/{key}": value for key, value in evaluation.items()}}
         if entry:
@@ -712,7 +713,7 @@ def main(args: Args) -> dict[str, Any]:
     progress.close()
 
     # ---- final evaluation, checkpoint, result.json ----
-    final_eval = run_eval()
+    final_eval, samples = run_eval()
     if final_eval is not None:
         if state["curves"] and state["curves"][-1]["step"] == state["step"]:
             state["curves"][-1].update({f"eval/{key}": value for key, value in final_eval.items()})
@@ -736,6 +737,7 @@ def main(args: Args) -> dict[str, Any]:
         peak_memory_mb=device_peak,
         checkpoint=checkpoint_dir.name,
         device=str(device),
+        samples=samples,
     )
     write_result(out_dir, result)
     print(f"{args.env_id} ilql seed {args.seed} (beta {args.beta}): final evaluation {format_eval(final_eval)} (start {format_eval(state['initial_eval'])})")

@@ -63,7 +63,7 @@ from transformers import (
 import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.registration import resolve_tokenizer
 from lm_gym.core.vector import episode_info
-from lm_gym.results import make_result, summarize_episodes, write_result
+from lm_gym.results import episode_samples, make_result, summarize_episodes, write_result
 
 
 @dataclass
@@ -373,15 +373,16 @@ def play_episodes(venv, model, tokenizer, num_episodes: int, seed: int, lengths:
             for i in indices[dones[indices]]:
                 active[i] = False
                 returns.append(float(totals[i]))
-                finals.append(episode_info(infos, i))
+                finals.append({**episode_info(infos, i), "observation": observations[i]})
                 if "metrics" in infos:
                     metrics.append({key: float(values[i]) for key, values in infos["metrics"].items() if not key.startswith("_")})
     return np.array(returns[:num_episodes]), metrics[:num_episodes], finals[:num_episodes]
 
 
-def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> dict:
-    """Episodes of the validation split. Every evaluation of a run plays the same episodes with the
-    same random numbers (a fixed seed in a forked RNG, so training's random streams are untouched)."""
+def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, is_seq2seq: bool, device: str) -> tuple[dict, list[dict]]:
+    """Episodes of the validation split: the evaluation and a few sample episodes. Every evaluation of a run
+    plays the same episodes with the same random numbers (a fixed seed in a forked RNG, so training's random
+    streams are untouched)."""
     with torch.random.fork_rng(devices=[device] if device.startswith("cuda") else []):
         torch.manual_seed(args.seed)
         returns, metrics, finals = play_episodes(
@@ -390,7 +391,7 @@ def evaluate(eval_env, model, tokenizer, args: Args, lengths: dict, is_seq2seq: 
         )
         # corpus metrics (BLEU, CIDEr, diversity, ...); perplexities under --perplexity-model, the same LM for every algorithm
         corpus = eval_env.envs[0].corpus_metrics(finals, language_model=args.perplexity_model)
-    return summarize_episodes(returns, metrics, corpus)
+    return summarize_episodes(returns, metrics, corpus), episode_samples(finals, returns)
 
 
 def format_eval(evaluation: dict) -> str:
@@ -480,8 +481,9 @@ def main(args: Args) -> dict:
         f"{args.num_envs} episodes x {args.iterations} iterations{', resumed at iteration ' + str(first_iteration) if resuming else ''}, "
         f"writing to {out_dir}"
     )
+    samples: list[dict] = []  # a few episodes of the latest evaluation, for result.json
     if not resuming:  # the starting policy, evaluated exactly as the final one
-        initial_eval = evaluate(eval_env, policy, tokenizer, args, lengths, is_seq2seq, device)
+        initial_eval, samples = evaluate(eval_env, policy, tokenizer, args, lengths, is_seq2seq, device)
     generated_tokens, rollout_seconds = 0, 0.0
     progress = tqdm(range(first_iteration, args.iterations + 1), desc="ppo", unit="it", initial=first_iteration - 1, total=args.iterations)
     for iteration in progress:
@@ -604,7 +606,8 @@ def main(args: Args) -> dict:
         out_of_time = args.time_limit_minutes is not None and time.time() - start_time > 60 * args.time_limit_minutes
         last_iteration = iteration == args.iterations or out_of_time
         if (args.eval_every and iteration % args.eval_every == 0) or last_iteration:
-            row.update({f"eval/{key}": value for key, value in evaluate(eval_env, policy, tokenizer, args, lengths, is_seq2seq, device).items()})
+            evaluation, samples = evaluate(eval_env, policy, tokenizer, args, lengths, is_seq2seq, device)
+            row.update({f"eval/{key}": value for key, value in evaluation.items()})
         curves.append(row)
         progress.set_postfix(ret=f"{row['mean_return']:.3f}", kl=f"{mean_kl:.2f}")
         if args.track:
@@ -630,6 +633,7 @@ def main(args: Args) -> dict:
         peak_memory_mb=peak_memory_mb,
         checkpoint=checkpoint_dir.name,
         device=device,
+        samples=samples,
     )
     write_result(out_dir, result)
     print(f"{args.env_id} ppo seed {args.seed}: final evaluation {format_eval(final_eval)} (start {format_eval(initial_eval)})")

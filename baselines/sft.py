@@ -65,7 +65,7 @@ from tqdm.auto import tqdm
 import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.registration import resolve_tokenizer
 from lm_gym.core.vector import episode_info
-from lm_gym.results import make_result, summarize_episodes, write_result
+from lm_gym.results import episode_samples, make_result, summarize_episodes, write_result
 
 DEFAULT_MODEL_CONFIG = '{"model_type": "gpt2", "n_layer": 2, "n_embd": 128, "n_head": 4}'
 TRAINER_STATE = "trainer_state.pt"
@@ -372,12 +372,13 @@ def generate_utterances(
     return utterances
 
 
-def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, min_new_tokens: int, sample: bool, bf16: bool, truncation_side: str = "left", perplexity_model: str | None = None) -> dict[str, float]:
+def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_length: int, max_new_tokens: int, min_new_tokens: int, sample: bool, bf16: bool, truncation_side: str = "left", perplexity_model: str | None = None) -> tuple[dict[str, float], list[dict]]:
     """Play ``num_episodes`` episodes (sampled or greedy), each sub-env one episode per round.
 
     Episode j is reset with seed ``seed + j``. Returns ``mean_return``, ``std_return``,
     ``num_episodes``, ``mean_<key>`` of every numeric key of ``info["metrics"]`` and ``corpus_<key>`` of the
-    task's corpus metrics (``env.corpus_metrics``: BLEU, CIDEr, diversity, ...; see ``lm_gym.results``).
+    task's corpus metrics (``env.corpus_metrics``: BLEU, CIDEr, diversity, ...; see ``lm_gym.results``),
+    and a few sample episodes (``lm_gym.results.episode_samples``).
     """
     was_training = model.training
     model.eval()
@@ -406,7 +407,7 @@ def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_le
                 if i >= counted:
                     continue
                 returns.append(float(episode_return[i]))
-                finals.append(episode_info(infos, i))
+                finals.append({**episode_info(infos, i), "observation": observations[i]})
                 episode_metrics = infos["metrics"] if "metrics" in infos and infos["_metrics"][i] else {}
                 metrics.append({key: values[i] for key, values in episode_metrics.items() if not key.startswith("_") and episode_metrics["_" + key][i]})
             active &= ~finished
@@ -415,7 +416,8 @@ def evaluate(model, tokenizer, venv, num_episodes: int, seed: int, max_prompt_le
         else:
             raise RuntimeError(f"evaluation episodes still running after {EVAL_MAX_TURNS} turns")
     model.train(was_training)
-    return summarize_episodes(returns, metrics, venv.envs[0].corpus_metrics(finals, language_model=perplexity_model))
+    evaluation = summarize_episodes(returns, metrics, venv.envs[0].corpus_metrics(finals, language_model=perplexity_model))
+    return evaluation, episode_samples(finals, returns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -526,10 +528,10 @@ def main(args: Args) -> dict[str, Any]:
         eval_kwargs["split"] = "validation"
     venv = None
 
-    def run_eval() -> dict[str, float] | None:
+    def run_eval() -> tuple[dict[str, float] | None, list[dict]]:
         nonlocal venv
         if args.eval_episodes == 0:
-            return None
+            return None, []
         if venv is None:
             num_envs = min(args.eval_batch_size, args.eval_episodes)
             venv = gymnasium.make_vec(args.env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **eval_kwargs)
@@ -556,7 +558,7 @@ def main(args: Args) -> dict[str, Any]:
         f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f}M parameters, {total_steps} steps on {device}"
     )
     if not resuming:  # the starting policy, evaluated exactly as the final one
-        state["initial_eval"] = run_eval()
+        state["initial_eval"], _ = run_eval()
     window_losses: list[float] = []
     progress = tqdm(total=total_steps, initial=min(state["step"], total_steps), desc="sft", dynamic_ncols=True)
     while state["step"] < total_steps:
@@ -593,7 +595,7 @@ def main(args: Args) -> dict[str, Any]:
             entry = {"step": step, "loss": float(np.mean(window_losses)), "lr": lr, "tokens": state["train_tokens"]}
             window_losses = []
         if args.eval_every and step % args.eval_every == 0 and step < total_steps:
-            metrics = run_eval()
+            metrics, _ = run_eval()
             progress.write(f"step {step}: eval {json.dumps(metrics)}")
             entry = {"step": step, **entry, **{f"eval/{key}": value for key, value in metrics.items()}}
         if entry:
@@ -605,7 +607,7 @@ def main(args: Args) -> dict[str, Any]:
     progress.close()
 
     # ---- final evaluation, checkpoint, result.json ----
-    final_eval = run_eval()
+    final_eval, samples = run_eval()
     if final_eval:
         if state["curves"] and state["curves"][-1]["step"] == state["step"]:
             state["curves"][-1].update({f"eval/{key}": value for key, value in final_eval.items()})
@@ -629,6 +631,7 @@ def main(args: Args) -> dict[str, Any]:
         peak_memory_mb=peak_memory_mb(device),
         checkpoint=checkpoint_dir.name,
         device=str(device),
+        samples=samples,
     )
     write_result(out_dir, result)
     print(f"{args.env_id} {result['algorithm']} seed {args.seed}: final evaluation {format_eval(final_eval)} (start {format_eval(state['initial_eval'])})")

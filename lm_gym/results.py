@@ -28,6 +28,9 @@ field                  content
 ``git_commit``         the lm-gym checkout's commit (``"<sha>-dirty"`` with local changes), or null
 ``created``            ISO 8601 time the result was written
 ``device``             the torch device the run used
+``samples``            optional: a few episodes of the final evaluation, each ``{"prompt": str,
+                       "generation": str, "return": number}`` (:func:`episode_samples`; the
+                       leaderboard shows them)
 =====================  ==========================================================================
 
 An evaluation is ``{"num_episodes": int, "mean_return": float, "std_return": float,
@@ -60,6 +63,8 @@ from lm_gym.core.errors import LMGymError
 
 SCHEMA_VERSION = 1
 RESULT_FILE = "result.json"
+MAX_SAMPLES = 16
+SAMPLE_TEXT_CHARS = 2000  #: a sample's prompt and generation are cut to this many characters
 _VERSIONED_PACKAGES = ("lm-gym", "torch", "transformers", "gymnasium", "tokenizers", "datasets", "numpy")
 
 _EVALUATION = {  # null: the run did not evaluate (the object keywords apply to objects only)
@@ -111,6 +116,16 @@ RESULT_SCHEMA: dict[str, Any] = {
         "git_commit": {"type": ["string", "null"]},
         "created": {"type": "string", "format": "date-time"},
         "device": {"type": "string"},
+        "samples": {
+            "type": "array",
+            "maxItems": MAX_SAMPLES,
+            "items": {
+                "type": "object",
+                "required": ["prompt", "generation", "return"],
+                "additionalProperties": False,
+                "properties": {"prompt": {"type": "string"}, "generation": {"type": "string"}, "return": {"type": "number"}},
+            },
+        },
     },
 }
 
@@ -187,6 +202,7 @@ def make_result(
     peak_memory_mb: float,
     checkpoint: str | None,
     device: str,
+    samples: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """A result with the bookkeeping fields filled in (schema version, versions, commit, time)."""
     return {
@@ -207,7 +223,26 @@ def make_result(
         "git_commit": git_commit(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device": device,
+        "samples": [dict(sample) for sample in samples],
     }
+
+
+def episode_samples(finals: Sequence[Mapping[str, Any]], returns: Sequence[float], count: int = 5) -> list[dict[str, Any]]:
+    """The first ``count`` episodes of an evaluation as ``{"prompt", "generation", "return"}``.
+
+    ``finals[i]`` is episode ``i``'s last ``info`` with the episode's last observation under
+    ``"observation"``: the generation is that observation after the prompt (a single-turn
+    task's utterance; a multi-turn game's whole transcript), else ``info["utterance"]``.
+    """
+    samples = []
+    for info, episode_return in zip(finals[:count], returns[:count]):
+        prompt, observation = str(info.get("prompt", "")), info.get("observation")
+        if isinstance(observation, str) and observation.startswith(prompt):
+            generation = observation[len(prompt):].lstrip()
+        else:
+            generation = str(info.get("utterance", observation if isinstance(observation, str) else ""))
+        samples.append({"prompt": prompt[-SAMPLE_TEXT_CHARS:], "generation": generation[:SAMPLE_TEXT_CHARS], "return": float(episode_return)})
+    return samples
 
 
 def validate_result(result: Any) -> None:

@@ -37,6 +37,7 @@ def run(grpo, out_dir, env="imdb", **overrides):
 def test_smoke_training(grpo, env, rloo, tmp_path):
     run(grpo, tmp_path, env=env, rloo=rloo)
     saved = load_result(tmp_path)  # validates against lm_gym.results' schema
+    assert saved["samples"] and saved["samples"][0]["return"] == saved["samples"][0]["return"]
     assert saved["algorithm"] == ("rloo" if rloo else "grpo") and saved["env_id"] == ENVS[env][0]
     assert [row["step"] for row in saved["curves"]] == [1, 2]
     assert all(math.isfinite(row[key]) for row in saved["curves"] for key in ("pg_loss", "kl_loss", "kl", "mean_return", "rollout_seconds"))

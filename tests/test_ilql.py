@@ -125,6 +125,7 @@ def test_smoke_training_on_wordle(ilql, wordle_dataset, tmp_path, separate_trunk
     # shared trunk: plain BC loss and --track (an offline wandb run); separate trunk: the awac loss
     run(ilql, tmp_path, dataset=wordle_dataset, separate_trunk=separate_trunk, policy_loss="awac" if separate_trunk else "bc", track=not separate_trunk)
     saved = load_result(tmp_path)  # validates against lm_gym.results' schema
+    assert saved["samples"] and saved["samples"][0]["prompt"].startswith("Wordle")
     assert saved["algorithm"] == "ilql" and saved["env_id"] == "lm_gym/Wordle-v0"
     assert [row["step"] for row in saved["curves"]] == [1, 2, 3]
     for row in saved["curves"]:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from lm_gym.results import ResultFormatError, load_result, make_result, summarize_episodes, validate_result, write_result
+from lm_gym.results import ResultFormatError, episode_samples, load_result, make_result, summarize_episodes, validate_result, write_result
 
 
 def test_summarize_episodes_names_every_metric_mean_key():
@@ -14,6 +14,26 @@ def test_summarize_episodes_names_every_metric_mean_key():
     assert summary == {"num_episodes": 2, "mean_return": 2.0, "std_return": 1.0, "mean_sentiment": 0.75, "mean_num_words": 5.0}
     with pytest.raises(ValueError):
         summarize_episodes([], [])
+
+
+def test_episode_samples_cut_the_generation_after_the_prompt():
+    finals = [
+        {"prompt": "Review: the film", "observation": "Review: the film was great", "utterance": "was great"},  # single turn
+        {"prompt": "Wordle: rules", "observation": "Wordle: rules\ncrane bbgyb\nslate ggggg"},  # a whole game
+        {"prompt": "p", "utterance": "only an utterance"},  # no observation recorded
+        {"prompt": "x" * 5000, "observation": "x" * 5000 + " " + "y" * 5000},
+    ]
+    samples = episode_samples(finals, [0.9, -1.0, 0.1, 0.0, 7.0], count=4)
+    assert [sample["generation"] for sample in samples[:3]] == ["was great", "crane bbgyb\nslate ggggg", "only an utterance"]
+    assert samples[1] == {"prompt": "Wordle: rules", "generation": "crane bbgyb\nslate ggggg", "return": -1.0}
+    assert len(samples[3]["prompt"]) == len(samples[3]["generation"]) == 2000  # cut to the limit
+
+
+def test_samples_are_optional_and_checked(result):
+    validate_result({key: value for key, value in result.items() if key != "samples"})  # results from before samples
+    spoiled = {**result, "samples": [{"prompt": "a", "generation": "b", "return": "high"}]}
+    with pytest.raises(ResultFormatError, match="samples/0/return"):
+        validate_result(spoiled)
 
 
 @pytest.fixture

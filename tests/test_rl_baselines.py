@@ -38,6 +38,12 @@ def run(baseline, out_dir, env="imdb", model_config=GPT2_CONFIG, **overrides):
 def test_smoke_training(baseline, env, architecture, tmp_path):
     result = run(baseline, tmp_path, env=env, model_config=GPT2_CONFIG if architecture == "causal" else T5_CONFIG)
     saved = load_result(tmp_path)  # validates against lm_gym.results' schema
+    # a few episodes of the final evaluation: the prompt, the generation after it, the return
+    assert len(saved["samples"]) == 5 and all(sample["prompt"] for sample in saved["samples"])
+    if env == "imdb":  # 48 tokens, always some text
+        assert all(sample["generation"] for sample in saved["samples"])
+    else:  # a multi-turn sample is the game after the rules (an untrained policy's invalid guesses leave no line)
+        assert not any(sample["generation"].startswith("Wordle") for sample in saved["samples"])
     assert saved["algorithm"] == baseline.__name__.removeprefix("baseline_") and saved["env_id"] == ENVS[env][0]
     assert [row["step"] for row in saved["curves"]] == [1, 2]
     for row in saved["curves"]:

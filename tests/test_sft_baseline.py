@@ -34,6 +34,7 @@ def run(sft, out_dir, env="imdb", model_config=GPT2_CONFIG, **overrides):
 def test_smoke_training_and_ppo_start(sft, env, architecture, tmp_path):
     run(sft, tmp_path / "sft", env=env, model_config=GPT2_CONFIG if architecture == "causal" else T5_CONFIG)
     saved = load_result(tmp_path / "sft")  # validates against lm_gym.results' schema
+    assert saved["samples"] and all(set(sample) == {"prompt", "generation", "return"} for sample in saved["samples"])
     assert saved["algorithm"] == "sft" and saved["env_id"] == ENVS[env][0]
     assert [row["step"] for row in saved["curves"]] == [1, 2, 3]
     assert all(math.isfinite(row["loss"]) and row["loss"] > 0 for row in saved["curves"])
