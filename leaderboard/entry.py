@@ -1,0 +1,486 @@
+"""Leaderboard entries: their JSON Schema, and reading, checking and accepting untrusted entry files.
+
+An entry is one method's runs on one board (``leaderboard/README.md``, "Entries"). Entries
+come from strangers, so everything here treats a file as hostile:
+
+* :func:`load_entry` reads a file safely: a regular file only (not a link, a FIFO or a
+  device), at most :data:`MAX_ENTRY_BYTES` (checked before reading, and never more than that
+  plus one byte read), UTF-8 only, nested at most :data:`MAX_NESTING` levels (counted on the
+  text before parsing, so that no parser recursion depends on the input), JSON only, with no
+  duplicated key. ``NaN`` and ``Infinity`` literals (and ``1e400``, which parses to infinity)
+  are refused by :func:`validate_entry`, which names the field that holds them.
+* :func:`validate_entry` checks an entry against :data:`ENTRY_SCHEMA` (strict: no unknown
+  field anywhere; every string bounded and free of control and invisible formatting
+  characters; every number finite and within +-1e9) and then what a schema cannot say: the
+  entry's tasks are exactly its board's, seeds are distinct within a task and the same across
+  tasks (the stratified bootstrap needs as many runs of every task), and every run's
+  ``final_eval`` holds the metrics ``boards.toml`` scores its task on. A refusal is an
+  :class:`EntryError` whose message names each field, e.g.
+  ``tasks["lm_gym/IMDB-v0"].runs[2].final_eval.mean_return: nan is not a finite number``.
+  Untrusted text in messages is quoted and cut short, so printing one is safe on a terminal.
+* :func:`accept_entry` validates a file and writes its canonical form (:func:`canonical_json`:
+  sorted keys, compact, UTF-8) into the entries folder under :func:`entry_file_name`: a slug of
+  the name plus a hash of the content, so no text of the entry can choose where the file goes.
+
+Names and descriptions may hold any printable text, ``<script>`` included: the board escapes
+every text it shows.
+
+Command line (``python -m leaderboard validate``)::
+
+    python -m leaderboard validate ENTRY.json... [--accept-into DIR]
+
+prints ``path: valid`` (``, accepted as FILE`` with ``--accept-into``) or ``path: reason``, one
+line per file, and exits 0 when every file is valid, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import functools
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+import stat
+import tempfile
+import unicodedata
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from leaderboard.boards import boards, task_metrics
+from lm_gym.core.errors import LMGymError
+
+SCHEMA_VERSION = 1
+MAX_ENTRY_BYTES = 5_000_000  #: the largest entry file (and canonical form) accepted
+MAX_NESTING = 12  #: the deepest nesting of arrays and objects read (a valid entry nests 7 deep)
+NUMBER_LIMIT = 1e9  #: every number lies within +-NUMBER_LIMIT
+NAME_LENGTH = 100
+METHOD_LENGTH = 100
+MODEL_LENGTH = 200
+TEXT_LENGTH = 2000  #: description, and each sample's prompt and generation
+MIN_RUNS, MAX_RUNS = 3, 20  #: runs (seeds) per task
+MAX_CURVE_POINTS = 200
+MAX_SAMPLES = 5
+MAX_METRICS = 64  #: metrics per evaluation
+
+# Characters no text may hold: C0 and C1 controls (terminal escapes, NUL), unpaired surrogates
+# (not encodable as UTF-8), and the invisible formatting characters that make one text read as
+# another (zero-width characters, bidirectional embeddings, overrides and isolates, the BOM).
+_HIDDEN_CHARACTERS = r"\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff"
+#: refused in one-line texts (names, identifiers)
+LINE_REFUSED_CHARACTERS = r"\x00-\x1f" + _HIDDEN_CHARACTERS
+#: refused in multi-line texts (description, samples): tab and newline are allowed
+TEXT_REFUSED_CHARACTERS = r"\x00-\x08\x0b-\x1f" + _HIDDEN_CHARACTERS
+
+LINE_PATTERN = f"^[^{LINE_REFUSED_CHARACTERS}]*$"
+TEXT_PATTERN = f"^[^{TEXT_REFUSED_CHARACTERS}]*$"
+ENV_ID_PATTERN = "^lm_gym/[A-Za-z0-9]+-v[0-9]+$"
+METRIC_NAME_PATTERN = "^(mean_|corpus_)[A-Za-z0-9_]{1,64}$|^(num_episodes|std_return)$"
+VERSION_PATTERN = "^[A-Za-z0-9.+_-]{1,64}$"
+COMMIT_PATTERN = "^[0-9a-f]{7,40}(-dirty)?$"
+SHA256_PATTERN = "^[0-9a-f]{64}$"
+DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+_PATTERN_MEANINGS = {
+    ENV_ID_PATTERN: "an env id (lm_gym/<Name>-v<N>)",
+    METRIC_NAME_PATTERN: "a metric name (mean_<name>, corpus_<name>, num_episodes or std_return)",
+    VERSION_PATTERN: "a version (letters, digits, '.+_-')",
+    COMMIT_PATTERN: "a git commit (7-40 lowercase hex digits, optionally -dirty)",
+    SHA256_PATTERN: "a SHA-256 (64 lowercase hex digits)",
+    DATE_PATTERN: "a date (YYYY-MM-DD)",
+}
+
+
+def _number(minimum: float = -NUMBER_LIMIT) -> dict[str, Any]:
+    return {"type": "number", "minimum": minimum, "maximum": NUMBER_LIMIT}
+
+
+def _integer(minimum: float = -NUMBER_LIMIT) -> dict[str, Any]:
+    return {"type": "integer", "minimum": minimum, "maximum": NUMBER_LIMIT}
+
+
+def _text(max_length: int, *, min_length: int = 0, multiline: bool = False) -> dict[str, Any]:
+    pattern = TEXT_PATTERN if multiline else LINE_PATTERN
+    return {"type": "string", "minLength": min_length, "maxLength": max_length, "pattern": pattern}
+
+
+def _evaluation(*, nullable: bool) -> dict[str, Any]:
+    return {  # the object keywords apply to objects only, so null passes them
+        "type": ["object", "null"] if nullable else "object",
+        "required": ["num_episodes", "mean_return", "std_return"],
+        "maxProperties": MAX_METRICS,
+        "properties": {"num_episodes": _integer(1), "std_return": _number(0)},
+        "propertyNames": {"pattern": METRIC_NAME_PATTERN},
+        "additionalProperties": _number(),
+    }
+
+
+_SAMPLE = {
+    "type": "object",
+    "required": ["prompt", "generation", "return"],
+    "additionalProperties": False,
+    "properties": {
+        "prompt": _text(TEXT_LENGTH, multiline=True),
+        "generation": _text(TEXT_LENGTH, multiline=True),
+        "return": _number(),
+    },
+}
+
+_RUN = {
+    "type": "object",
+    "required": ["seed", "final_eval", "initial_eval", "curve", "wall_time_s", "samples"],
+    "additionalProperties": False,
+    "properties": {
+        "seed": _integer(),
+        "final_eval": _evaluation(nullable=False),
+        "initial_eval": _evaluation(nullable=True),
+        "curve": {  # [[step, mean_return], ...]
+            "type": "array",
+            "maxItems": MAX_CURVE_POINTS,
+            "items": {"type": "array", "minItems": 2, "maxItems": 2, "prefixItems": [_integer(0), _number()]},
+        },
+        "wall_time_s": _number(0),
+        "samples": {"type": "array", "maxItems": MAX_SAMPLES, "items": _SAMPLE},
+    },
+}
+
+#: The JSON Schema (2020-12) of a leaderboard entry. Patterns are matched against the whole
+#: string (as ECMA-262's ``^...$`` does; Python's ``$`` would also accept a final newline).
+ENTRY_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "lm-gym leaderboard entry",
+    "type": "object",
+    "required": [
+        "schema_version", "name", "method", "model", "description", "board", "library_version",
+        "git_commit", "config_hash", "date", "tasks",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "name": _text(NAME_LENGTH, min_length=1),
+        "method": _text(METHOD_LENGTH, min_length=1),
+        "model": _text(MODEL_LENGTH, min_length=1),
+        "description": _text(TEXT_LENGTH, multiline=True),
+        "board": {"type": "string", "enum": sorted(boards())},
+        "library_version": {"type": "string", "pattern": VERSION_PATTERN},
+        "git_commit": {"type": ["string", "null"], "pattern": COMMIT_PATTERN},
+        "config_hash": {"type": "string", "pattern": SHA256_PATTERN},
+        "date": {"type": "string", "pattern": DATE_PATTERN, "format": "date"},
+        "tasks": {
+            "type": "object",
+            "minProperties": 1,
+            "propertyNames": {"maxLength": 64, "pattern": ENV_ID_PATTERN},
+            "additionalProperties": {
+                "type": "object",
+                "required": ["runs"],
+                "additionalProperties": False,
+                "properties": {
+                    "runs": {"type": "array", "minItems": MIN_RUNS, "maxItems": MAX_RUNS, "items": _RUN},
+                },
+            },
+        },
+    },
+}
+
+_MAX_SHOWN_PROBLEMS = 5
+_DEPTH_STEPS = {"[": 1, "{": 1, "]": -1, "}": -1}
+# A JSON string, or an unterminated one running to the end of the text. It always matches once
+# it starts, so removing strings takes one pass even over hostile text (no retry per quote).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+
+
+class EntryError(LMGymError, ValueError):
+    """A leaderboard entry (or entry file) that is refused; the message names every field at fault."""
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of ``value``: sorted keys, no spaces, non-ASCII kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def load_entry(path: str | Path) -> dict[str, Any]:
+    """Read, parse and validate an untrusted entry file; raise :class:`EntryError` if refused."""
+    text = _read_text(Path(path))
+    depth = _nesting_depth(text)
+    if depth > MAX_NESTING:
+        raise EntryError(f"entry: nested {depth} levels deep, at most {MAX_NESTING} allowed")
+    try:
+        entry = json.loads(text, object_pairs_hook=_object_without_duplicate_keys)
+    except ValueError as error:  # JSONDecodeError, a duplicated key, an integer of thousands of digits
+        raise EntryError(f"not JSON: {error}") from None
+    validate_entry(entry)
+    return entry
+
+
+def validate_entry(entry: Any) -> None:
+    """Raise :class:`EntryError` naming every refused field unless ``entry`` is a valid entry."""
+    problems = [f"{_field_path(path)}: {_shown(value)} is not a finite number" for path, value in _non_finite_numbers(entry)]
+    schema_errors = itertools.islice(_validator().iter_errors(entry), _MAX_SHOWN_PROBLEMS + 1)
+    problems += [_schema_problem(error) for error in schema_errors if not _is_non_finite(error.instance)]
+    if not problems:  # the checks below rely on the shape the schema guarantees
+        problems = _board_problems(entry)
+    if not problems and len(canonical_json(entry).encode()) > MAX_ENTRY_BYTES:
+        problems = [f"entry: its canonical JSON is over {MAX_ENTRY_BYTES} bytes"]
+    if problems:
+        more = "; ..." if len(problems) > _MAX_SHOWN_PROBLEMS else ""
+        raise EntryError("; ".join(problems[:_MAX_SHOWN_PROBLEMS]) + more)
+
+
+def entry_file_name(entry: dict[str, Any]) -> str:
+    """``<slug>-<hash>.json``: a file name for a valid entry that no text of the entry can steer.
+
+    The slug keeps only ``[a-z0-9-]`` of the name (accents folded, at most 40 characters,
+    ``entry`` when nothing is left), so it holds no separator and no dot; the hash is the first
+    12 hex digits (48 bits) of the SHA-256 of :func:`canonical_json`, so that different entries
+    get different files and accepting the same entry twice rewrites the same file.
+    """
+    digest = hashlib.sha256(canonical_json(entry).encode()).hexdigest()[:12]
+    return f"{_slug(entry['name'])}-{digest}.json"
+
+
+def write_entry(entry: dict[str, Any], path: str | Path) -> Path:
+    """Validate ``entry`` and write its canonical JSON to ``path`` atomically; returns the path.
+
+    The text goes to a new temporary file beside ``path`` that then replaces ``path``: a link
+    already at ``path`` is replaced, never written through.
+    """
+    validate_entry(entry)
+    path = Path(path)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(canonical_json(entry) + "\n")
+        os.chmod(temporary, 0o644)  # entries are public; mkstemp creates files readable by their owner only
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def accept_entry(path: str | Path, entries_dir: str | Path) -> Path:
+    """Validate the entry file ``path`` and store its canonical copy in ``entries_dir``; returns the new file."""
+    entry = load_entry(path)
+    entries_dir = Path(entries_dir)
+    entries_dir.mkdir(parents=True, exist_ok=True)
+    return write_entry(entry, entries_dir / entry_file_name(entry))
+
+
+def main_validate(argv: Sequence[str] | None = None) -> int:
+    """``python -m leaderboard validate``: ``argv`` is what follows ``validate``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m leaderboard validate",
+        description="Check leaderboard entry files; print 'path: valid' or 'path: reason' for each.",
+    )
+    parser.add_argument("entries", nargs="+", metavar="ENTRY.json", help="entry files to check")
+    parser.add_argument("--accept-into", type=Path, metavar="DIR", help="store a canonical copy of each valid entry in DIR")
+    args = parser.parse_args(argv)
+    all_valid = True
+    for path in args.entries:
+        try:
+            if args.accept_into is None:
+                load_entry(path)
+                print(f"{path}: valid")
+            else:
+                print(f"{path}: valid, accepted as {accept_entry(path, args.accept_into)}")
+        except EntryError as error:
+            all_valid = False
+            print(f"{path}: {error}")
+    return 0 if all_valid else 1
+
+
+def _read_text(path: Path) -> str:
+    # O_NOFOLLOW: a link in a submitted folder could point at any file of the machine;
+    # O_NONBLOCK: opening a FIFO would otherwise wait for a writer (regular files ignore it).
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        reason = "it is a symbolic link" if error.errno == errno.ELOOP else error.strerror
+        raise EntryError(f"cannot read the file: {reason}") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise EntryError("cannot read the file: it is not a regular file")
+        if status.st_size > MAX_ENTRY_BYTES:
+            raise EntryError(f"the file is {status.st_size} bytes, over the limit of {MAX_ENTRY_BYTES}")
+        with open(descriptor, "rb", closefd=False) as file:
+            data = file.read(MAX_ENTRY_BYTES + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > MAX_ENTRY_BYTES:  # it grew after the size check
+        raise EntryError(f"the file is over the limit of {MAX_ENTRY_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise EntryError(f"not UTF-8: byte 0x{data[error.start]:02x} at offset {error.start}") from None
+
+
+def _nesting_depth(text: str) -> int:
+    """How deeply the arrays and objects of the JSON ``text`` nest (brackets inside strings do not count)."""
+    brackets = _NOT_BRACKETS.sub("", _JSON_STRING.sub("", text))
+    return max(itertools.accumulate(map(_DEPTH_STEPS.__getitem__, brackets)), default=0)
+
+
+def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json keeps the last of duplicated keys; a reviewer reading the first would be misled
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        duplicate = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        raise ValueError(f"duplicated key {_shown(duplicate)}")
+    return obj
+
+
+@functools.cache
+def _validator() -> jsonschema.protocols.Validator:
+    validator_class = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _whole_string_pattern})
+    return validator_class(ENTRY_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def _whole_string_pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[jsonschema.ValidationError]:
+    """``pattern`` matched against the whole string, so that ``$`` cannot match before a final newline."""
+    if validator.is_type(instance, "string") and not re.fullmatch(pattern, instance):
+        yield jsonschema.ValidationError(f"{_shown(instance)} does not match {pattern!r}")
+
+
+def _non_finite_numbers(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], float]]:
+    if _is_non_finite(value):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _non_finite_numbers(inner, (*path, key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _non_finite_numbers(inner, (*path, index))
+
+
+def _is_non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _board_problems(entry: dict[str, Any]) -> list[str]:
+    """What the schema cannot check: the board's tasks, the seeds, and the metrics the board scores."""
+    board = boards()[entry["board"]]
+    tasks = entry["tasks"]
+    problems = [f"tasks: lacks {env_id}, a task of board {board.name}" for env_id in board.tasks if env_id not in tasks]
+    problems += [f"{_field_path(('tasks', env_id))}: not a task of board {board.name}" for env_id in tasks if env_id not in board.tasks]
+    present = [env_id for env_id in board.tasks if env_id in tasks]
+    return problems + _seed_problems(tasks, present) + _metric_problems(tasks, present)
+
+
+def _seed_problems(tasks: dict[str, Any], env_ids: list[str]) -> list[str]:
+    problems, seeds_of_task = [], {}
+    for env_id in env_ids:
+        seeds = [run["seed"] for run in tasks[env_id]["runs"]]
+        repeats = [(index, seed) for index, seed in enumerate(seeds) if seed in seeds[:index]]
+        for index, seed in repeats:
+            where = _field_path(("tasks", env_id, "runs", index, "seed"))
+            problems.append(f"{where}: seed {seed} repeats runs[{seeds.index(seed)}]'s seed")
+        if not repeats:  # a task with a repeated seed would only add a confusing mismatch below
+            seeds_of_task[env_id] = sorted(seeds)
+    if seeds_of_task:
+        first, *others = seeds_of_task
+        problems += [
+            f"{_field_path(('tasks', env_id))}: seeds {seeds_of_task[env_id]} differ from {first}'s {seeds_of_task[first]}"
+            " (every task needs the same seeds)"
+            for env_id in others
+            if seeds_of_task[env_id] != seeds_of_task[first]
+        ]
+    return problems
+
+
+def _metric_problems(tasks: dict[str, Any], env_ids: list[str]) -> list[str]:
+    problems = []
+    for env_id in env_ids:
+        split = task_metrics().get(env_id)
+        required = (*split.task, *split.naturalness) if split else ()
+        for index, run in enumerate(tasks[env_id]["runs"]):
+            missing = [name for name in required if name not in run["final_eval"]]
+            if missing:
+                where = _field_path(("tasks", env_id, "runs", index, "final_eval"))
+                problems.append(f"{where}: lacks {', '.join(missing)}, which the board scores {env_id} on")
+    return problems
+
+
+def _schema_problem(error: jsonschema.ValidationError) -> str:
+    """``field: reason`` for a schema error, in words, quoting untrusted values only shortened."""
+    keyword, expected, instance = error.validator, error.validator_value, error.instance
+    subject = f"key {_shown(instance)}" if "propertyNames" in error.relative_schema_path else _shown(instance)
+    if keyword == "type":
+        expected_types = " or ".join(expected) if isinstance(expected, list) else expected
+        reason = f"expected {expected_types}, got {_json_type(instance)}"
+    elif keyword == "required":
+        reason = "lacks " + ", ".join(name for name in expected if name not in instance)
+    elif keyword == "additionalProperties":
+        unknown = [key for key in instance if key not in error.schema.get("properties", {})]
+        reason = "unknown field " + ", ".join(_shown(key) for key in unknown[:3])
+    elif keyword == "const":
+        reason = f"must be {expected}"
+    elif keyword == "enum":
+        reason = f"{subject} is not one of {', '.join(expected)}"
+    elif keyword in ("minLength", "maxLength"):
+        bound = "at least" if keyword == "minLength" else "at most"
+        reason = f"{subject} is {len(instance)} characters long, {bound} {expected} allowed"
+    elif keyword in ("minItems", "maxItems", "minProperties", "maxProperties"):
+        bound = "at least" if keyword.startswith("min") else "at most"
+        reason = f"has {len(instance)} {'items' if keyword.endswith('Items') else 'entries'}, {bound} {expected} allowed"
+    elif keyword in ("minimum", "maximum"):
+        reason = f"{subject} is {'below' if keyword == 'minimum' else 'above'} {expected:g}"
+    elif keyword == "pattern":
+        reason = _pattern_problem(subject, expected, instance)
+    elif keyword == "format":
+        reason = f"{subject} is not a valid {expected}"
+    else:
+        reason = _shorten(error.message, 200)
+    return f"{_field_path(error.absolute_path)}: {reason}"
+
+
+def _pattern_problem(subject: str, pattern: str, instance: str) -> str:
+    if pattern in (LINE_PATTERN, TEXT_PATTERN):
+        refused = LINE_REFUSED_CHARACTERS if pattern == LINE_PATTERN else TEXT_REFUSED_CHARACTERS
+        found = re.search(f"[{refused}]", instance)
+        return f"holds the control or invisible character U+{ord(found.group()):04X} at index {found.start()}"
+    return f"{subject} is not {_PATTERN_MEANINGS[pattern]}"
+
+
+def _field_path(path: Sequence[str | int]) -> str:
+    """``tasks["lm_gym/IMDB-v0"].runs[2].seed``: a field's path as a reader would write it."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", part):
+            text += f".{part}" if text else part
+        else:
+            text += f"[{_shown(part)}]"
+    return text or "entry"
+
+
+def _shown(value: Any) -> str:
+    """A short, printable rendering of an untrusted value for a message."""
+    if isinstance(value, str):
+        return json.dumps(_shorten(value, 40), ensure_ascii=True)
+    if isinstance(value, (dict, list)):
+        return f"an {_json_type(value)}"
+    return _shorten(repr(value) if isinstance(value, float) else json.dumps(value), 40)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null", int: "integer", float: "number"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _slug(name: str) -> str:
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii").lower()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_name).strip("-")[:40].strip("-") or "entry"

@@ -1,0 +1,266 @@
+"""Scores of leaderboard entries: normalised metrics, task and naturalness scores, aggregates over seeds.
+
+**Normalisation.** Each metric a task is scored on (``boards.toml``) is mapped to a common
+scale by its two reference points (``reference_points.py``; the board's data source picks
+them from ``reference_points.json``): :func:`normalise` ``= (x - low) / (high - low)``, 0 at
+``low`` (random tokens, or a documented floor), 1 at ``high`` (the references or the scripted
+expert). ``low > high`` is a metric where lower is better; equal points define no scale and
+are refused. Scores may leave [0, 1]: a policy can beat the references or fall below random text.
+
+**Per run** (:func:`run_score`): the task score is the mean of the run's normalised task
+metrics, the naturalness score the mean of its normalised naturalness metrics (None for a
+task without any: Wordle, VisDial).
+
+**Per entry** (``kind`` is ``"task"`` or ``"naturalness"``): :func:`score_matrix` stacks the
+scores as a ``(num_runs, num_tasks)`` array, runs ordered by seed, tasks in the board's order
+(those with scores of that kind: :func:`scored_tasks`). :func:`aggregate` gives, with
+``rliable``, the mean and the interquartile mean (IQM) over all runs and tasks, each with a
+stratified bootstrap confidence interval (``get_interval_estimates``, percentile method: runs
+resampled within each task), and each task's mean over its runs with its bootstrap interval;
+:func:`probability_of_improvement` the probability that one entry's run beats another's on a
+task, averaged over tasks, with its interval (both entries' runs resampled independently);
+:func:`metric_summaries` the raw metrics' means over seeds with their intervals, for the tables.
+
+An entry built from run folders may lack tasks or seeds: the functions score the tasks it has
+(:func:`entry_tasks`), and :func:`is_complete` says whether it has what an overall score over
+the board needs (every task, the same seeds, at least the entry format's minimum of 3).
+
+**Reproducibility.** rliable 1.2 resamples with numpy's global RNG (``np.random.choice``; its
+``random_state`` argument reaches only arch, which does not draw the indices). Each interval
+computation here seeds the global RNG with ``seed`` and restores the caller's state after, so
+an entry's numbers depend only on its runs, the reference points and ``seed``, and equal
+rliable's own functions called after ``np.random.seed(seed)``. One run per task (the smoke
+board) gives degenerate intervals (the point itself); nothing is NaN.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from leaderboard.boards import boards, task_metrics
+from leaderboard.entry import MIN_RUNS
+from lm_gym.core.errors import LMGymError
+
+KINDS = ("task", "naturalness")
+REFERENCE_POINTS_FILE = Path(__file__).with_name("reference_points.json")
+
+#: ``{env_id: {metric: {"low": float, "high": float, ...}}}``: one source's reference points.
+ReferencePoints = Mapping[str, Mapping[str, Mapping[str, Any]]]
+
+
+class ScoringError(LMGymError, ValueError):
+    """Scores that cannot be computed: missing or degenerate reference points, mismatched entries."""
+
+
+def normalise(value: float, low: float, high: float, *, metric: str = "a metric") -> float:
+    """``(value - low) / (high - low)``: 0 at ``low``, 1 at ``high`` (``low > high``: lower is better)."""
+    if high == low:
+        raise ScoringError(f"{metric}: its reference points are equal (low = high = {low!r}), which defines no scale")
+    return (value - low) / (high - low)
+
+
+def load_reference_points(source: str, path: str | Path = REFERENCE_POINTS_FILE) -> ReferencePoints:
+    """The reference points of data source ``source`` (``"synthetic"``, ``"hub"``) from ``path``."""
+    measure = f"measure them with `python -m leaderboard.reference_points --source {source}`"
+    path = Path(path)
+    if not path.is_file():
+        raise ScoringError(f"no reference points file at {str(path)!r}; {measure}")
+    points = json.loads(path.read_text())
+    if source not in points:
+        raise ScoringError(f"{str(path)!r} has no reference points for source {source!r} (it has {sorted(points)}); {measure}")
+    return points[source]["tasks"]
+
+
+def scored_tasks(board: str, kind: str = "task") -> tuple[str, ...]:
+    """The tasks of ``board`` with metrics of ``kind``, in the board's order."""
+    _check_kind(kind)
+    return tuple(env_id for env_id in boards()[board].tasks if getattr(task_metrics()[env_id], kind))
+
+
+def entry_tasks(entry: Mapping[str, Any], kind: str = "task") -> tuple[str, ...]:
+    """The tasks of :func:`scored_tasks` that ``entry`` has runs of (all of them for a valid entry)."""
+    return tuple(env_id for env_id in scored_tasks(entry["board"], kind) if env_id in entry["tasks"])
+
+
+def is_complete(entry: Mapping[str, Any]) -> bool:
+    """Whether ``entry`` has every task of its board, with the same seeds, at least ``MIN_RUNS`` of them:
+    what an overall score over the board needs (entries built from run folders may not)."""
+    tasks = boards()[entry["board"]].tasks
+    if not all(env_id in entry["tasks"] for env_id in tasks):
+        return False
+    seeds = {tuple(sorted(run["seed"] for run in entry["tasks"][env_id]["runs"])) for env_id in tasks}
+    return len(seeds) == 1 and len(next(iter(seeds))) >= MIN_RUNS
+
+
+def run_score(final_eval: Mapping[str, float], env_id: str, points: ReferencePoints, kind: str = "task") -> float | None:
+    """A run's task or naturalness score: the mean of its normalised metrics of that kind (None: none)."""
+    _check_kind(kind)
+    names = getattr(task_metrics()[env_id], kind)
+    if not names:
+        return None
+    return float(np.mean([normalise(final_eval[name], *_low_high(points, env_id, name), metric=f"{env_id} {name}") for name in names]))
+
+
+def task_scores(entry: Mapping[str, Any], env_id: str, kind: str = "task", *, points: ReferencePoints | None = None) -> np.ndarray:
+    """The scores of ``kind`` of the entry's runs of ``env_id``, ordered by seed."""
+    points = _entry_points(entry) if points is None else points
+    runs = sorted(entry["tasks"][env_id]["runs"], key=lambda run: run["seed"])
+    return np.array([run_score(run["final_eval"], env_id, points, kind) for run in runs], dtype=float)
+
+
+def score_matrix(entry: Mapping[str, Any], kind: str = "task", *, points: ReferencePoints | None = None) -> np.ndarray:
+    """The entry's ``(num_runs, num_tasks)`` scores of ``kind``: runs by seed, tasks as :func:`entry_tasks`.
+
+    ``points`` defaults to the reference points of the board's source.
+    """
+    points = _entry_points(entry) if points is None else points
+    columns = {env_id: task_scores(entry, env_id, kind, points=points) for env_id in entry_tasks(entry, kind)}
+    if not columns:
+        raise ScoringError(f"the entry has no task with {kind} metrics")
+    if len({len(column) for column in columns.values()}) != 1:
+        counts = {env_id: len(column) for env_id, column in columns.items()}
+        raise ScoringError(f"the entry's tasks have different numbers of runs {counts}; the stratified bootstrap needs as many of each")
+    return np.column_stack(list(columns.values()))
+
+
+def aggregate(
+    entries: Mapping[str, Mapping[str, Any]],
+    *,
+    kind: str = "task",
+    reps: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    points: ReferencePoints | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Each entry's overall and per-task scores of ``kind`` with bootstrap CIs::
+
+        {name: {"tasks": [env_id, ...],                        # entry_tasks, the matrix's columns
+                "mean": {"value": float, "ci": [low, high]},   # rliable's aggregate_mean of the matrix
+                "iqm": {"value": float, "ci": [low, high]},    # rliable's aggregate_iqm of the matrix
+                "per_task": {env_id: {"mean": float, "ci": [low, high], "num_runs": int}}}}
+
+    The overall intervals resample the ``score_matrix``'s runs within each task (one
+    ``get_interval_estimates`` call); each task's, its own runs. ``mean`` and ``iqm`` are None
+    for an entry without scores of ``kind`` or whose tasks have different numbers of runs.
+    """
+    results = {}
+    for name, entry in entries.items():
+        entry_points = _entry_points(entry) if points is None else points
+        columns = {env_id: task_scores(entry, env_id, kind, points=entry_points) for env_id in entry_tasks(entry, kind)}
+        per_task = {}
+        for env_id, column in columns.items():
+            (mean,) = _interval_estimates(column[:, None], _mean_estimate, reps, confidence, seed)
+            per_task[env_id] = {"mean": mean["value"], "ci": mean["ci"], "num_runs": len(column)}
+        overall: list[dict[str, Any] | None] = [None, None]
+        if columns and len({len(column) for column in columns.values()}) == 1:
+            matrix = np.column_stack(list(columns.values()))
+            overall = _interval_estimates(matrix, _mean_and_iqm, reps, confidence, seed)
+        results[name] = {"tasks": list(columns), "mean": overall[0], "iqm": overall[1], "per_task": per_task}
+    return results
+
+
+def probability_of_improvement(
+    entry_x: Mapping[str, Any],
+    entry_y: Mapping[str, Any],
+    *,
+    kind: str = "task",
+    reps: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    points: ReferencePoints | None = None,
+) -> dict[str, Any]:
+    """``{"value": P(X > Y), "ci": [low, high]}``: rliable's probability that a run of ``entry_x``
+    scores above one of ``entry_y`` on a task (ties count half), averaged over the tasks; both
+    entries' runs resampled independently within each task."""
+    from rliable import metrics
+
+    if entry_x["board"] != entry_y["board"] or entry_tasks(entry_x, kind) != entry_tasks(entry_y, kind):
+        raise ScoringError("only entries with the same tasks of the same board are compared")
+    pair = (score_matrix(entry_x, kind, points=points), score_matrix(entry_y, kind, points=points))
+    (improvement,) = _interval_estimates(pair, metrics.probability_of_improvement, reps, confidence, seed)
+    return improvement
+
+
+def metric_summaries(
+    entry: Mapping[str, Any], *, reps: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """The raw metrics (``boards.toml``'s, task metrics first) over seeds, per task::
+
+        {env_id: {metric: {"mean": float, "ci": [low, high], "num_runs": int}}}
+
+    One stratified bootstrap per task over the ``(num_runs, num_metrics)`` values: each
+    metric's runs are resampled on their own, so each interval is that metric's bootstrap CI
+    of the mean over seeds.
+    """
+    summaries = {}
+    for env_id, task in entry["tasks"].items():
+        names = (*task_metrics()[env_id].task, *task_metrics()[env_id].naturalness)
+        runs = sorted(task["runs"], key=lambda run: run["seed"])
+        values = np.array([[run["final_eval"][name] for name in names] for run in runs], dtype=float)
+        estimates = _interval_estimates(values, lambda scores: scores.mean(axis=0), reps, confidence, seed)
+        summaries[env_id] = {
+            name: {"mean": estimate["value"], "ci": estimate["ci"], "num_runs": len(runs)} for name, estimate in zip(names, estimates)
+        }
+    return summaries
+
+
+def _mean_estimate(scores: np.ndarray) -> np.ndarray:
+    from rliable import metrics
+
+    return np.array([metrics.aggregate_mean(scores)])
+
+
+def _mean_and_iqm(scores: np.ndarray) -> np.ndarray:
+    from rliable import metrics
+
+    return np.array([metrics.aggregate_mean(scores), metrics.aggregate_iqm(scores)])
+
+
+def _interval_estimates(scores: Any, func: Any, reps: int, confidence: float, seed: int) -> list[dict[str, Any]]:
+    """rliable's point estimates of ``func(scores)`` with their stratified bootstrap CIs
+    (``scores``: a matrix, or a tuple of matrices resampled independently), seeded with ``seed``."""
+    from rliable import library
+
+    with _seeded_global_rng(seed):
+        estimates, intervals = library.get_interval_estimates(
+            {"scores": scores}, func, reps=reps, confidence_interval_size=confidence
+        )
+    values, (lows, highs) = np.atleast_1d(estimates["scores"]), intervals["scores"].reshape(2, -1)
+    return [{"value": float(v), "ci": [float(low), float(high)]} for v, low, high in zip(values, lows, highs)]
+
+
+@contextlib.contextmanager
+def _seeded_global_rng(seed: int) -> Iterator[None]:
+    """numpy's global RNG seeded with ``seed`` inside the block, the caller's state restored after."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+def _entry_points(entry: Mapping[str, Any]) -> ReferencePoints:
+    board = entry["board"]
+    if board not in boards():
+        raise ScoringError(f"unknown board {board!r}; the boards are {sorted(boards())}")
+    return load_reference_points(boards()[board].source)
+
+
+def _low_high(points: ReferencePoints, env_id: str, metric: str) -> tuple[float, float]:
+    point = points.get(env_id, {}).get(metric)
+    if point is None:
+        raise ScoringError(f"no reference points for {env_id} {metric}; measure them with `python -m leaderboard.reference_points`")
+    return point["low"], point["high"]
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ScoringError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+

@@ -1,0 +1,341 @@
+"""Build a leaderboard entry from run folders: ``python -m leaderboard submit``.
+
+Command line::
+
+    python -m leaderboard submit RUN_DIRS... --name NAME [--algorithm A] [--board B]
+                                 [--method M] [--model X] [--description D] --out entry.json
+
+:func:`build_entry` reads every ``result.json`` under the folders (at any depth, with
+:func:`lm_gym.results.load_result`; a file that does not load is an error, since leaving a seed
+out silently would change the entry) and builds the entry of ``leaderboard/README.md``:
+
+* **algorithm**: the runs of ``--algorithm``; without it the folders must hold one algorithm.
+* **board**: ``--board``, else the one board whose name is a folder on the runs' paths
+  (``runs/offline/...``). Every task of the board needs runs, and no other task may have any.
+* **seeds**: at least 3 (at most 20) per task, distinct, and the same seeds for every task.
+* **config**: the runs of a task must share one config once what differs per run by design is
+  removed: ``seed``, the paths and bookkeeping (:data:`PER_RUN_CONFIG_KEYS`) and every value
+  that names an existing path under the run folders. ``config_hash`` is the SHA-256 of the
+  canonical JSON of ``{env_id: config}`` so stripped.
+* **library_version** and **git_commit**: one lm-gym version and one commit for all runs.
+* **model** (unless ``--model``): ``warm start from a checkpoint`` for ``init_from``, else
+  ``model_name``, else the ``model_config`` JSON; joined per task when the tasks differ.
+* per run: ``final_eval``, ``initial_eval`` and ``wall_time_s`` as in ``result.json``; the
+  ``curve``, ``[step, mean_return]`` of the evaluation rows of ``curves`` (``eval/mean_return``;
+  the training rows' ``mean_return`` for a run that evaluated once or never), evenly thinned to at
+  most 200 points, first and last kept; ``samples``, the first 5 of ``result.json``'s
+  ``samples`` when it has them, their texts cleaned of refused characters and cut to 2,000.
+
+The entry is validated (:func:`leaderboard.entry.validate_entry`) before it is returned, and the
+command writes its canonical JSON. Exit status: 0 written, 1 the runs do not make an entry
+(the message says why), 2 a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from leaderboard.boards import boards, task_metrics
+from leaderboard.entry import (
+    LINE_REFUSED_CHARACTERS,
+    MAX_CURVE_POINTS,
+    MAX_RUNS,
+    MAX_SAMPLES,
+    MIN_RUNS,
+    MODEL_LENGTH,
+    SCHEMA_VERSION,
+    TEXT_LENGTH,
+    TEXT_REFUSED_CHARACTERS,
+    EntryError,
+    canonical_json,
+    validate_entry,
+    write_entry,
+)
+from lm_gym.core.errors import LMGymError
+from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
+
+#: config keys that differ between the seeds of one experiment by design (paths, logging, device)
+PER_RUN_CONFIG_KEYS = ("seed", "out_dir", "init_from", "dataset", "resume", "track", "wandb_project", "device")
+
+Run = tuple[Path, dict[str, Any]]  # a result.json's path and its content
+_ABSENT = object()  # a config key one run lacks differs from any value, null included
+
+
+class SubmitError(LMGymError, ValueError):
+    """Run folders that do not make a leaderboard entry; the message says which runs and why."""
+
+
+def build_entry(
+    run_dirs: Iterable[str | Path],
+    *,
+    name: str,
+    algorithm: str | None = None,
+    board: str | None = None,
+    method: str | None = None,
+    model: str | None = None,
+    description: str = "",
+    partial: bool = False,
+) -> dict[str, Any]:
+    """The entry of ``algorithm``'s runs under ``run_dirs``; raises :class:`SubmitError` if they do not make one.
+
+    ``partial``: the board of a runs folder (``compile``), not a submission: any number of seeds
+    per task and the tasks the runs have (the entry then has per-task scores only)."""
+    run_dirs = [Path(run_dir) for run_dir in run_dirs]
+    runs = _runs_of_algorithm(_load_runs(run_dirs), algorithm)
+    board = board or _board_from_paths([path for path, _ in runs])
+    by_task = _runs_by_task(runs, board, partial)
+    _check_seeds(by_task, partial)
+    _check_evaluations(by_task)
+    roots = [run_dir.resolve() for run_dir in run_dirs]
+    configs = {env_id: _shared_config(env_id, task_runs, roots) for env_id, task_runs in by_task.items()}
+    entry = {
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "method": method or runs[0][1]["algorithm"],
+        "model": model or _model_from_configs(by_task),
+        "description": description,
+        "board": board,
+        "library_version": _shared_value(runs, "used different lm-gym versions", lambda result: result["versions"]["lm_gym"], partial),
+        "git_commit": _shared_value(runs, "come from different lm-gym commits", lambda result: result["git_commit"], partial),
+        "config_hash": hashlib.sha256(canonical_json(configs).encode()).hexdigest(),
+        "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+        "tasks": {env_id: {"runs": [_entry_run(result) for _, result in task_runs]} for env_id, task_runs in by_task.items()},
+    }
+    if partial:  # built from result.json files, which were validated; the counts of a submission do not apply
+        return entry
+    try:
+        validate_entry(entry)
+    except EntryError as error:
+        raise SubmitError(f"the entry built from the runs is invalid: {error}") from None
+    return entry
+
+
+def main_submit(argv: Sequence[str] | None = None) -> int:
+    """``python -m leaderboard submit``: ``argv`` is what follows ``submit``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m leaderboard submit",
+        description="Build a leaderboard entry (JSON) from the result.json files of run folders.",
+    )
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIRS", help="folders holding result.json files, at any depth")
+    parser.add_argument("--name", required=True, help="the entry's display name (1-100 printable characters)")
+    parser.add_argument("--algorithm", help="the runs' algorithm (needed when the folders hold several)")
+    parser.add_argument("--board", choices=sorted(boards()), help="the board (default: the board named by a folder on the runs' paths)")
+    parser.add_argument("--method", help="the method's name (default: the algorithm)")
+    parser.add_argument("--model", help="the policy (default: from the runs' configs)")
+    parser.add_argument("--description", default="", help="free text, at most 2000 characters")
+    parser.add_argument("--out", type=Path, required=True, help="the entry file to write")
+    args = parser.parse_args(argv)
+    try:
+        entry = build_entry(
+            args.run_dirs, name=args.name, algorithm=args.algorithm, board=args.board,
+            method=args.method, model=args.model, description=args.description,
+        )
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        write_entry(entry, args.out)
+    except (LMGymError, OSError) as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 1
+    seeds = len(next(iter(entry["tasks"].values()))["runs"])
+    print(f"wrote {args.out}: {entry['method']} on board {entry['board']}, {len(entry['tasks'])} tasks x {seeds} seeds")
+    return 0
+
+
+def _load_runs(run_dirs: list[Path]) -> list[Run]:
+    found: dict[Path, Path] = {}  # by resolved path: overlapping folders must not count a run twice
+    for run_dir in run_dirs:
+        if not run_dir.is_dir():
+            raise SubmitError(f"{run_dir}: not a folder")
+        for path in sorted(run_dir.rglob(RESULT_FILE)):
+            if path.is_file():
+                found.setdefault(path.resolve(), path)
+    if not found:
+        raise SubmitError(f"no {RESULT_FILE} under {', '.join(map(str, run_dirs))}")
+    runs = []
+    for path in found.values():
+        try:
+            runs.append((path, load_result(path)))
+        except ResultFormatError as error:
+            raise SubmitError(str(error)) from None
+    return runs
+
+
+def _runs_of_algorithm(runs: list[Run], algorithm: str | None) -> list[Run]:
+    found = sorted({result["algorithm"] for _, result in runs})
+    if algorithm is None:
+        if len(found) > 1:
+            raise SubmitError(f"the folders hold runs of several algorithms ({', '.join(found)}): pick one with --algorithm")
+        return runs
+    kept = [(path, result) for path, result in runs if result["algorithm"] == algorithm]
+    if not kept:
+        raise SubmitError(f"no runs of algorithm {algorithm!r} in the folders (found: {', '.join(found)})")
+    return kept
+
+
+def _board_from_paths(paths: list[Path]) -> str:
+    found = sorted({part for path in paths for part in path.parts if part in boards()})
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise SubmitError(f"cannot tell the board from the folders (none is named {', '.join(sorted(boards()))}): pass --board")
+    raise SubmitError(f"the runs lie in folders of several boards ({', '.join(found)}): pass --board")
+
+
+def _runs_by_task(runs: list[Run], board: str, partial: bool = False) -> dict[str, list[Run]]:
+    """The runs of each task of ``board``, in board order, each task's runs sorted by seed."""
+    if board not in boards():
+        raise SubmitError(f"unknown board {board!r} (boards: {', '.join(sorted(boards()))})")
+    by_task: dict[str, list[Run]] = defaultdict(list)
+    for path, result in runs:
+        by_task[result["env_id"]].append((path, result))
+    tasks = boards()[board].tasks
+    others = sorted(set(by_task) - set(tasks))
+    if others:
+        raise SubmitError(f"runs of tasks that are not on board {board}: {', '.join(others)} (e.g. {by_task[others[0]][0][0]})")
+    missing = [env_id for env_id in tasks if env_id not in by_task]
+    if missing and not partial:
+        raise SubmitError(f"no runs of {', '.join(missing)}: board {board} needs every one of its tasks")
+    return {env_id: sorted(by_task[env_id], key=lambda run: run[1]["seed"]) for env_id in tasks if env_id in by_task}
+
+
+def _check_seeds(by_task: dict[str, list[Run]], partial: bool = False) -> None:
+    for env_id, runs in by_task.items():
+        path_of_seed: dict[int, Path] = {}
+        for path, result in runs:
+            if result["seed"] in path_of_seed:
+                raise SubmitError(f"{env_id}: two runs of seed {result['seed']}: {path_of_seed[result['seed']]} and {path}")
+            path_of_seed[result["seed"]] = path
+        if partial:
+            continue
+        if not MIN_RUNS <= len(runs) <= MAX_RUNS:
+            seeds = ", ".join(map(str, path_of_seed))
+            raise SubmitError(f"{env_id}: {len(runs)} seeds ({seeds}); an entry needs {MIN_RUNS} to {MAX_RUNS} per task")
+    if partial:
+        return
+    seeds_of_task = {env_id: [result["seed"] for _, result in runs] for env_id, runs in by_task.items()}
+    first, *others = seeds_of_task
+    for env_id in others:
+        if seeds_of_task[env_id] != seeds_of_task[first]:
+            raise SubmitError(
+                f"the tasks have different seeds ({first}: {seeds_of_task[first]}, {env_id}: {seeds_of_task[env_id]}):"
+                " every task needs the same seeds"
+            )
+
+
+def _check_evaluations(by_task: dict[str, list[Run]]) -> None:
+    """Every run evaluated its final policy on the metrics the board scores (named by file, unlike the entry's check)."""
+    for env_id, runs in by_task.items():
+        split = task_metrics().get(env_id)
+        required = (*split.task, *split.naturalness) if split else ()
+        for path, result in runs:
+            if result["final_eval"] is None:
+                raise SubmitError(f"{path}: the run has no final evaluation (final_eval is null)")
+            missing = [name for name in required if name not in result["final_eval"]]
+            if missing:
+                raise SubmitError(f"{path}: final_eval lacks {', '.join(missing)}, which the board scores {env_id} on")
+
+
+def _shared_config(env_id: str, runs: list[Run], roots: list[Path]) -> dict[str, Any]:
+    """The config the runs of a task share once per-run values are removed; an error names what differs."""
+    configs = [(path, _without_per_run_values(result["config"], roots)) for path, result in runs]
+    first_path, first = configs[0]
+    for path, config in configs[1:]:
+        differing = sorted(key for key in first.keys() | config.keys() if first.get(key, _ABSENT) != config.get(key, _ABSENT))
+        if differing:
+            raise SubmitError(
+                f"{env_id}: the runs' configs differ in {', '.join(differing)} ({first_path} and {path}):"
+                " the seeds of an entry must share one config"
+            )
+    return first
+
+
+def _without_per_run_values(config: dict[str, Any], roots: list[Path]) -> dict[str, Any]:
+    return {key: value for key, value in config.items() if key not in PER_RUN_CONFIG_KEYS and not _is_path_under(value, roots)}
+
+
+def _is_path_under(value: Any, roots: list[Path]) -> bool:
+    """Whether ``value`` names an existing file or folder inside one of ``roots`` (a run's own output)."""
+    if not isinstance(value, str) or not value:
+        return False
+    try:
+        path = Path(value).resolve()
+        exists = path.exists()
+    except (OSError, ValueError):  # not a path at all (a NUL byte, a name too long)
+        return False
+    return exists and any(path.is_relative_to(root) for root in roots)
+
+
+def _shared_value(runs: list[Run], differ: str, value_of: Callable[[dict[str, Any]], Any], partial: bool = False) -> Any:
+    """The value every run has; a runs folder's board (``partial``) shows the values joined instead of refusing."""
+    values = {value_of(result) for _, result in runs}
+    if len(values) > 1 and partial:
+        return " / ".join(sorted(map(str, values)))[:200]
+    if len(values) > 1:
+        raise SubmitError(f"the runs {differ} ({', '.join(sorted(map(str, values)))}): an entry's runs come from one checkout")
+    return values.pop()
+
+
+def _model_from_configs(by_task: dict[str, list[Run]]) -> str:
+    models = {env_id: _model_of(runs[0][1]["config"]) for env_id, runs in by_task.items()}
+    if None in models.values():
+        env_id = next(env_id for env_id, model in models.items() if model is None)
+        raise SubmitError(f"{env_id}: the config names no model (model_name, model_config or init_from): pass --model")
+    distinct = list(dict.fromkeys(models.values()))
+    text = distinct[0] if len(distinct) == 1 else "; ".join(f"{env_id}: {model}" for env_id, model in models.items())
+    return _one_line(text, MODEL_LENGTH)
+
+
+def _model_of(config: dict[str, Any]) -> str | None:
+    # the baselines' own precedence: a checkpoint to start from, else a hub model, else a fresh one
+    if config.get("init_from"):
+        return "warm start from a checkpoint"
+    return config.get("model_name") or config.get("model_config") or None
+
+
+def _entry_run(result: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "seed": result["seed"],
+        "final_eval": dict(result["final_eval"]),
+        "initial_eval": None if result["initial_eval"] is None else dict(result["initial_eval"]),
+        "curve": _curve(result["curves"]),
+        "wall_time_s": result["wall_time_s"],
+        "samples": [_sample(sample) for sample in (result.get("samples") or [])[:MAX_SAMPLES]],
+    }
+
+
+def _curve(rows: list[dict[str, Any]]) -> list[list[float]]:
+    # evaluation returns are comparable across algorithms; training rollouts' returns are the fallback
+    # for a run that evaluated at its end only (one point is no curve)
+    evaluations = sum("eval/mean_return" in row for row in rows)
+    key = "eval/mean_return" if evaluations > 1 or not any("mean_return" in row for row in rows) else "mean_return"
+    points = [[row["step"], row[key]] for row in rows if key in row]
+    if len(points) <= MAX_CURVE_POINTS:
+        return points
+    last = len(points) - 1
+    return [points[round(index * last / (MAX_CURVE_POINTS - 1))] for index in range(MAX_CURVE_POINTS)]
+
+
+def _sample(sample: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "prompt": _text(sample.get("prompt", ""), TEXT_LENGTH),
+        "generation": _text(sample.get("generation", ""), TEXT_LENGTH),
+        "return": sample.get("return"),
+    }
+
+
+def _text(value: Any, limit: int) -> str:
+    """``value`` as a multi-line text an entry accepts: refused characters shown as U+FFFD, cut to ``limit``."""
+    text = re.sub(f"[{TEXT_REFUSED_CHARACTERS}]", "\ufffd", str(value).replace("\r\n", "\n"))
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _one_line(value: str, limit: int) -> str:
+    text = re.sub(f"[{LINE_REFUSED_CHARACTERS}]", "\ufffd", " ".join(value.split()))
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
