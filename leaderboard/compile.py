@@ -105,24 +105,16 @@ def _entry_data(entry_id: str, name: str, entry: dict[str, Any], points, reps: i
     tasks = entry["tasks"]
     seeds = sorted({run["seed"] for task in tasks.values() for run in task["runs"]})
     overall: dict[str, Any] = {}
+    per_task: dict[str, dict[str, Any]] = {env_id: {"num_runs": len(task["runs"])} for env_id, task in tasks.items()}
     complete = scoring.is_complete(entry)
     for kind in ("task", "naturalness"):
         scores = scoring.aggregate({name: entry}, kind=kind, reps=reps, seed=seed, points=points)[name]
         if complete and scores["tasks"]:
             overall[f"{kind}_mean"], overall[f"{kind}_iqm"] = scores["mean"], scores["iqm"]
         for env_id, item in scores["per_task"].items():
-            tasks_scores = overall.setdefault("per_task", {}).setdefault(env_id, {})
-            tasks_scores[f"{kind}_score"] = {"value": item["mean"], "ci": item["ci"]}
-    metrics = scoring.metric_summaries(entry, reps=reps, seed=seed)
-    per_task = {
-        env_id: {
-            **overall.get("per_task", {}).get(env_id, {}),
-            "metrics": {metric: {"value": item["mean"], "ci": item["ci"]} for metric, item in metrics[env_id].items()},
-            "num_runs": len(tasks[env_id]["runs"]),
-        }
-        for env_id in tasks
-    }
-    overall.pop("per_task", None)
+            per_task[env_id][f"{kind}_score"] = {"value": item["mean"], "ci": item["ci"]}
+    for env_id, metrics in scoring.metric_summaries(entry, reps=reps, seed=seed).items():
+        per_task[env_id]["metrics"] = {metric: {"value": item["mean"], "ci": item["ci"]} for metric, item in metrics.items()}
     return {
         "id": entry_id, "name": name, "method": entry["method"], "model": entry["model"], "description": entry["description"],
         "seeds": seeds, "library_version": entry["library_version"], "git_commit": entry["git_commit"],
