@@ -209,7 +209,7 @@ def test_a_suite_killed_with_sigkill_resumes_with_every_result_once(tmp_path):
 
 
 def test_ctrl_c_stops_the_running_jobs_and_a_rerun_finishes(tmp_path):
-    suite = write_suite(tmp_path, FAKE_SUITE.replace("step-seconds = 0.2", "step-seconds = 0.5"))
+    suite = write_suite(tmp_path, FAKE_SUITE.replace("step-seconds = 0.2", "step-seconds = 1.0"))
     root = tmp_path / "runs" / "tiny"
     process = subprocess.Popen([sys.executable, "-m", "benchmark", "run", "--suite", suite, "--out", tmp_path / "runs", "--workers", "2"],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
