@@ -1,4 +1,5 @@
-"""The boards (``boards.toml``): each board's tasks, and each task's task and naturalness metrics."""
+"""The boards (``boards.toml``): each board's tasks, their env arguments and evaluation size, and
+each task's task and naturalness metrics."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -19,8 +21,14 @@ BOARDS_FILE = Path(__file__).with_name("boards.toml")
 class Board:
     name: str
     description: str
-    tasks: tuple[str, ...]
-    source: str
+    suite: str  #: the benchmark suite whose runs the board scores
+    source: str  #: the tasks' data source (``synthetic``, ``hub``)
+    eval_episodes: int  #: every run's final evaluation plays this many episodes
+    env_kwargs: dict[str, dict[str, Any]]  #: ``{env_id: the env's arguments}``, in the board's task order
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(self.env_kwargs)
 
 
 @dataclass(frozen=True)
@@ -32,7 +40,15 @@ class TaskMetrics:
 @functools.cache
 def boards() -> dict[str, Board]:
     data = tomllib.loads(BOARDS_FILE.read_text())
-    return {name: Board(name, board["description"], tuple(board["tasks"]), board["source"]) for name, board in data["boards"].items()}
+    return {
+        name: Board(name, board["description"], board["suite"], board["source"], board["eval_episodes"], board["env_kwargs"])
+        for name, board in data["boards"].items()
+    }
+
+
+def suite_boards(suite: str) -> list[Board]:
+    """The boards that score ``suite``'s runs."""
+    return [board for board in boards().values() if board.suite == suite]
 
 
 @functools.cache

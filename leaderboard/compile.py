@@ -4,18 +4,22 @@ Inputs: entry files (``.json``), folders of entries (``leaderboard/entries``), a
 (any folder with ``result.json`` files below it, e.g. ``runs/smoke``: each algorithm's runs
 there become one entry, named ``<algorithm> (<folder>)``, which may have fewer than 3 seeds
 or miss tasks; such an entry gets per-task scores and no overall score). Entries are validated
-as untrusted input (``leaderboard.entry``); a board holds the entries of one board
-(``--board`` picks it when the inputs span several).
+as untrusted input (``leaderboard.entry``). A board holds the entries of one board: ``--board``
+picks one; without it, inputs that span several boards (``runs/offline`` holds runs of
+``offline-text`` and ``offline-games``) compile each board into ``DIR/<board>/``.
 
 Outputs in ``DIR``:
 
 * ``board.json``: every entry's metadata, overall scores (task and naturalness: mean and IQM
   with stratified bootstrap CIs, ``leaderboard.scoring``), per-task scores and raw metrics
-  (mean and bootstrap CI over seeds), and sample generations;
-* ``board.md``: the overall table and one table per task;
+  (mean and bootstrap CI over seeds), sample generations, and the probability of improvement
+  of each complete entry over each other (rliable, on the task scores, with its stratified
+  bootstrap CI from ``--poi-reps`` resamples; ``P(Y > X) = 1 - P(X > Y)``);
+* ``board.md``: the overall table, the probability-of-improvement matrix and one table per task;
 * ``plots/``: learning curves per task, overall score bars with CIs (PNG);
 * ``index.html``: the web page, working from the file system with no server: the board's data
-  inline, a sortable table, a task filter, the plots, each entry's metadata and samples.
+  inline, a sortable table, a task filter, the probability-of-improvement matrix, the plots,
+  each entry's metadata and samples.
   Every text reaches the page as data and is inserted with ``textContent``, so an entry
   named ``<script>...`` shows as that text.
 """
@@ -70,12 +74,14 @@ def entries_from_runs(runs_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
-def compile_board(entries: list[dict[str, Any]], out_dir: Path, *, board: str | None = None, reps: int = 2000, seed: int = 0) -> dict[str, Any]:
+def compile_board(
+    entries: list[dict[str, Any]], out_dir: Path, *, board: str | None = None, reps: int = 2000, poi_reps: int = 200, seed: int = 0
+) -> dict[str, Any]:
     """Write ``board.json``, ``board.md``, ``plots/`` and ``index.html`` to ``out_dir``; returns the board data."""
     board_name = _one_board(entries, board)
     entries = [entry for entry in entries if entry["board"] == board_name]
     names = _unique_names(entries)
-    points = scoring.load_reference_points(boards()[board_name].source)
+    points = scoring.load_reference_points(board_name)
     tasks = list(boards()[board_name].tasks)
     data: dict[str, Any] = {
         "board": {"name": board_name, "description": boards()[board_name].description},
@@ -84,7 +90,9 @@ def compile_board(entries: list[dict[str, Any]], out_dir: Path, *, board: str | 
             f"Scores: each metric normalised by the task's reference points (0: uniformly random tokens, 1: the references "
             f"or the scripted expert), averaged per run; over runs and tasks the mean and the interquartile mean (IQM) with "
             f"95% stratified bootstrap confidence intervals (rliable, {reps} resamples). Raw metrics: mean over seeds with a "
-            f"95% bootstrap interval. Entries without every task or with fewer than 3 seeds have no overall score."
+            f"95% bootstrap interval. Entries without every task or with fewer than 3 seeds have no overall score. "
+            f"Probability of improvement: P(a run of the row's entry scores above one of the column's on a task), "
+            f"averaged over tasks, ties half (rliable, {poi_reps} resamples)."
         ),
         "tasks": tasks,
         "task_labels": {env_id: env_id.removeprefix("lm_gym/") for env_id in tasks},
@@ -93,6 +101,7 @@ def compile_board(entries: list[dict[str, Any]], out_dir: Path, *, board: str | 
     }
     for index, (name, entry) in enumerate(zip(names, entries)):
         data["entries"].append(_entry_data(f"e{index}", name, entry, points, reps, seed))
+    data["improvement"] = _improvement(entries, data["entries"], points, poi_reps, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     data["plots"] = _plots(entries, data, out_dir, tasks)
     (out_dir / "board.json").write_text(json.dumps(data, indent=1, allow_nan=False))
@@ -124,6 +133,19 @@ def _entry_data(entry_id: str, name: str, entry: dict[str, Any], points, reps: i
     }
 
 
+def _improvement(entries: list[dict[str, Any]], items: list[dict[str, Any]], points, reps: int, seed: int) -> dict[str, Any]:
+    """``{"entries": [ids], "matrix": {row id: {column id: {"value", "ci"}}}}``: P(row > column) on
+    task scores, for the complete entries; each pair is resampled once (the other order is 1 - it)."""
+    complete = [(entry, item["id"]) for entry, item in zip(entries, items) if scoring.is_complete(entry)]
+    matrix: dict[str, dict[str, Any]] = {entry_id: {} for _, entry_id in complete}
+    for index, (entry_x, x) in enumerate(complete):
+        for entry_y, y in complete[index + 1 :]:
+            estimate = scoring.probability_of_improvement(entry_x, entry_y, reps=reps, seed=seed, points=points)
+            matrix[x][y] = estimate
+            matrix[y][x] = {"value": 1 - estimate["value"], "ci": [1 - estimate["ci"][1], 1 - estimate["ci"][0]]}
+    return {"entries": [entry_id for _, entry_id in complete], "matrix": matrix}
+
+
 def _plots(entries: list[dict[str, Any]], data: dict[str, Any], out_dir: Path, tasks: list[str]) -> dict[str, Any]:
     """The figures, under file names made here (never from entry text)."""
     folder = out_dir / "plots"
@@ -152,6 +174,7 @@ def to_markdown(data: dict[str, Any]) -> str:
         overall = item["overall"]
         cells = [_cell(overall.get(key)) for key in ("task_iqm", "task_mean", "naturalness_iqm")]
         lines.append(f"| {_escape_markdown(item['name'])} | {_escape_markdown(item['method'])} | {_escape_markdown(item['model'])} | {len(item['seeds'])} | " + " | ".join(cells) + " |")
+    lines += _improvement_markdown(data)
     for env_id in data["tasks"]:
         metrics = data["metrics"][env_id]
         lines += ["", f"## {env_id}", "", "| entry | runs | task score | naturalness | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 4) + "|"]
@@ -164,20 +187,42 @@ def to_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _improvement_markdown(data: dict[str, Any]) -> list[str]:
+    ids = data["improvement"]["entries"]
+    if len(ids) < 2:
+        return []
+    names = {item["id"]: _escape_markdown(item["name"]) for item in data["entries"]}
+    lines = ["", "## Probability of improvement (row over column, task scores)", "", "| | " + " | ".join(names[i] for i in ids) + " |", "|---" * (len(ids) + 1) + "|"]
+    for row in ids:
+        cells = ["-" if row == column else _cell(data["improvement"]["matrix"][row][column]) for column in ids]
+        lines.append(f"| {names[row]} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m leaderboard compile", description=__doc__.splitlines()[0])
     parser.add_argument("inputs", nargs="+", help="entry files, folders of entries (leaderboard/entries), run folders (runs/smoke)")
     parser.add_argument("--out", required=True, help="output folder: board.json, board.md, plots/, index.html")
-    parser.add_argument("--board", help="the board to compile when the inputs span several")
-    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    parser.add_argument("--board", help="the board to compile (default: every board of the inputs, each into OUT/<board>/ when there are several)")
+    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples of the scores and metrics (default 2000)")
+    parser.add_argument("--poi-reps", type=int, default=200, help="bootstrap resamples of each probability of improvement, "
+                        "about 1 s per 100 per pair of entries (default 200; 2000 for a published board)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     args = parser.parse_args(argv)
+    for name, value in (("--reps", args.reps), ("--poi-reps", args.poi_reps)):
+        if value < 1:
+            parser.error(f"{name} must be at least 1, got {value}")
+    out = Path(args.out)
     try:
-        data = compile_board(collect_entries(args.inputs), Path(args.out), board=args.board, reps=args.reps, seed=args.seed)
+        entries = collect_entries(args.inputs)
+        names = [args.board] if args.board else sorted({entry["board"] for entry in entries}) or [None]
+        for name in names:
+            folder = out / name if len(names) > 1 else out
+            data = compile_board(entries, folder, board=name, reps=args.reps, poi_reps=args.poi_reps, seed=args.seed)
+            print(f"{len(data['entries'])} entries on board {data['board']['name']}: open {folder.resolve() / 'index.html'}")
     except (CompileError, EntryError, SubmitError, scoring.ScoringError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"{len(data['entries'])} entries on board {data['board']['name']}: open {Path(args.out).resolve() / 'index.html'}")
     return 0
 
 

@@ -14,7 +14,8 @@ come from strangers, so everything here treats a file as hostile:
   characters; every number finite and within +-1e9) and then what a schema cannot say: the
   entry's tasks are exactly its board's, seeds are distinct within a task and the same across
   tasks (the stratified bootstrap needs as many runs of every task), and every run's
-  ``final_eval`` holds the metrics ``boards.toml`` scores its task on. A refusal is an
+  ``final_eval`` holds the metrics ``boards.toml`` scores its task on, over the board's
+  ``eval_episodes`` episodes. A refusal is an
   :class:`EntryError` whose message names each field, e.g.
   ``tasks["lm_gym/IMDB-v0"].runs[2].final_eval.mean_return: nan is not a finite number``.
   Untrusted text in messages is quoted and cut short, so printing one is safe on a terminal.
@@ -54,7 +55,7 @@ from typing import Any
 
 import jsonschema
 
-from leaderboard.boards import boards, task_metrics
+from leaderboard.boards import Board, boards, task_metrics
 from lm_gym.core.errors import LMGymError
 
 SCHEMA_VERSION = 1
@@ -366,13 +367,24 @@ def _is_non_finite(value: Any) -> bool:
 
 
 def _board_problems(entry: dict[str, Any]) -> list[str]:
-    """What the schema cannot check: the board's tasks, the seeds, and the metrics the board scores."""
+    """What the schema cannot check: the board's tasks, the seeds, the metrics the board scores, the evaluation size."""
     board = boards()[entry["board"]]
     tasks = entry["tasks"]
     problems = [f"tasks: lacks {env_id}, a task of board {board.name}" for env_id in board.tasks if env_id not in tasks]
     problems += [f"{_field_path(('tasks', env_id))}: not a task of board {board.name}" for env_id in tasks if env_id not in board.tasks]
     present = [env_id for env_id in board.tasks if env_id in tasks]
-    return problems + _seed_problems(tasks, present) + _metric_problems(tasks, present)
+    return problems + _seed_problems(tasks, present) + _metric_problems(tasks, present) + _size_problems(tasks, present, board)
+
+
+def _size_problems(tasks: dict[str, Any], env_ids: list[str], board: Board) -> list[str]:
+    """Final evaluations of the board's size: corpus metrics such as distinct-2 depend on it."""
+    return [
+        f"{_field_path(('tasks', env_id, 'runs', index, 'final_eval', 'num_episodes'))}: {run['final_eval']['num_episodes']},"
+        f" but board {board.name} scores final evaluations of {board.eval_episodes} episodes"
+        for env_id in env_ids
+        for index, run in enumerate(tasks[env_id]["runs"])
+        if run["final_eval"].get("num_episodes") != board.eval_episodes
+    ]
 
 
 def _seed_problems(tasks: dict[str, Any], env_ids: list[str]) -> list[str]:

@@ -2,23 +2,23 @@
 
 Scoring (``leaderboard/scoring.py``) maps a metric value ``x`` to ``(x - low) / (high - low)``.
 This module measures ``low`` and ``high`` for every metric ``boards.toml`` names (task and
-naturalness metrics) of every task of a data source's boards, and writes them with their
-provenance to ``reference_points.json``.
+naturalness metrics) of every task of a board, and writes them with their provenance to
+``reference_points.json``, one block per board.
 
 Command line::
 
-    python -m leaderboard.reference_points --source synthetic [--episodes 256] [--out leaderboard/reference_points.json]
+    python -m leaderboard.reference_points --board smoke offline-text offline-games [--out leaderboard/reference_points.json]
 
-``--source hub`` measures the ``grue`` board's points (it needs the hub, and ILQL's Reddit
-comments in ``data/reddit``). The file keeps the other sources' points and replaces this one's.
+``--board grue`` measures the hub board's points (it needs the hub, and ILQL's Reddit
+comments in ``data/reddit``). The file keeps the other boards' points and replaces these.
 
-**Protocol.** Each policy plays ``--episodes`` episodes of the task's validation split (Wordle,
-which has no splits, plays its answer list) through ``gymnasium.make_vec(...,
+**Protocol.** Each policy plays the board's ``eval_episodes`` episodes of the task's
+validation split (Wordle, which has no splits, plays its answer list) through ``gymnasium.make_vec(...,
 vectorization_mode="vector_entry_point")``, evaluated as the baselines evaluate: episode
 ``j`` is reset with seed ``j``, each episode's ``info["metrics"]`` are averaged as
 ``mean_<name>`` and ``env.unwrapped.corpus_metrics(final_infos)`` gives ``corpus_<name>``
-(``lm_gym.results.summarize_episodes``). The env arguments per source are those of the
-suites the boards come from (:data:`SOURCE_ENV_KWARGS`).
+(``lm_gym.results.summarize_episodes``), with the board's env arguments (those its suite
+runs the task with).
 
 **The points.** ``low`` is what a policy of uniformly random tokens scores, ``high`` what the
 task's references score (single-turn tasks) or its scripted expert (multi-turn tasks), except
@@ -54,20 +54,21 @@ distinct-2, MSTTR           0, no diversity (what a collapsed policy, one word r
 
 **File** (``reference_points.json``)::
 
-    {source: {"lm_gym_version": str, "git_commit": str | null, "date": "YYYY-MM-DD",
+    {board: {"lm_gym_version": str, "git_commit": str | null, "date": "YYYY-MM-DD", "episodes": int,
               "env_kwargs": {env_id: {...}},       # what the policies played, split included
               "tasks": {env_id: {metric: {"low": float, "high": float,
                                           "low_from": str, "high_from": str,
                                           "episodes": int | null}}}}}   # null: both points are bounds
 
 ``low_from`` / ``high_from`` name the policy (``random_tokens: ...``) or the bound (``bound:
-...``). Measuring the synthetic source at 256 episodes takes about 40 s of CPU time.
+...``). Measuring the three synthetic boards takes about a minute of CPU time.
 
-**Caveat: corpus distinct-2 depends on the number of episodes.** Bigrams repeat across
+**Why per board: corpus distinct-2 depends on the number of episodes.** Bigrams repeat across
 episodes (more so in the synthetic sources' templated text), so distinct-2 falls as the
 evaluation grows: the synthetic IMDB references score 0.73 over 8 episodes, 0.25 over 128 and
-0.16 over 256. A ``high`` of distinct-2 holds for runs evaluated on its ``episodes``; runs
-evaluated on fewer score higher. MSTTR (100-word segments) barely moves.
+0.16 over 256. A board fixes its evaluation size (``eval_episodes``), its entries are
+evaluated on exactly that many episodes (``leaderboard.entry`` checks it), and its points are
+measured on as many. MSTTR (100-word segments) barely moves.
 """
 
 from __future__ import annotations
@@ -94,7 +95,6 @@ from lm_gym.core.text_env import SingleTurnTextEnv
 from lm_gym.core.vector import episode_info
 from lm_gym.results import git_commit, library_versions, summarize_episodes
 
-DEFAULT_EPISODES = 256
 #: Episode ``j`` of every policy is reset with seed ``SEED + j``; the random tokens draw from it too.
 SEED = 0
 NUM_ENVS = 64
@@ -102,32 +102,6 @@ NUM_ENVS = 64
 IMDB, REDDIT, PROMPTS, WORDLE, VISDIAL = (
     "lm_gym/IMDB-v0", "lm_gym/Reddit-v0", "lm_gym/Prompts-v0", "lm_gym/Wordle-v0", "lm_gym/VisDial-v0",
 )  # fmt: skip
-
-#: The env arguments of each source: those the boards' suites run each task with (synthetic:
-#: benchmark/suites/offline.toml, and smoke.toml for the tasks the offline suite leaves out;
-#: hub: benchmark/suites/grue.toml). The split is added where the task takes one.
-SOURCE_ENV_KWARGS: dict[str, dict[str, dict[str, Any]]] = {
-    "synthetic": {
-        IMDB: {"source": "synthetic"},
-        "lm_gym/CommonGen-v0": {"source": "synthetic"},
-        "lm_gym/CNNDailyMail-v0": {"source": "synthetic"},
-        "lm_gym/DailyDialog-v0": {"source": "synthetic"},
-        WORDLE: {"num_answers": 100},
-        VISDIAL: {"source": "synthetic"},
-        REDDIT: {"source": "synthetic"},
-        PROMPTS: {"prompt_words": 8, "num_prompts": 64},  # smoke.toml plays the defaults: other prompts, other distinct-2
-    },
-    "hub": {
-        IMDB: {"source": "hub"},
-        "lm_gym/CommonGen-v0": {"source": "hub"},
-        "lm_gym/CNNDailyMail-v0": {"source": "hub"},
-        "lm_gym/DailyDialog-v0": {"source": "hub"},
-        WORDLE: {},
-        VISDIAL: {"source": "synthetic", "yn_reward": -2.0, "yn_reward_kind": "hard"},
-        REDDIT: {"source": "local", "data_dir": "data/reddit", "reward": "toxicity"},
-        PROMPTS: {},
-    },
-}
 
 # The policies a point can come from; their description is the point's provenance.
 RANDOM_TOKENS = "random_tokens"
@@ -174,18 +148,9 @@ Policy = Callable[[Any, dict[str, Any]], Any]
 # ---- which points -------------------------------------------------------------------------
 
 
-def source_tasks(source: str) -> list[str]:
-    """The tasks of every board on ``source``, in the boards' order."""
-    tasks = [env_id for board in boards().values() if board.source == source for env_id in board.tasks]
-    if not tasks:
-        known = sorted({board.source for board in boards().values()})
-        raise ConfigurationError(f"no board uses source {source!r}; the boards' sources are {known}")
-    return list(dict.fromkeys(tasks))
-
-
-def env_kwargs(env_id: str, source: str) -> dict[str, Any]:
-    """The env arguments ``source``'s boards run ``env_id`` with, on the validation split."""
-    kwargs = dict(SOURCE_ENV_KWARGS[source][env_id])
+def env_kwargs(env_id: str, board: str) -> dict[str, Any]:
+    """The env arguments ``board`` runs ``env_id`` with, on the validation split."""
+    kwargs = dict(boards()[board].env_kwargs[env_id])
     if "split" in inspect.signature(task_class(env_id).__init__).parameters:
         kwargs["split"] = "validation"
     return kwargs
@@ -312,10 +277,11 @@ def measure_policy(env_id: str, policy_name: str, kwargs: dict[str, Any], num_ep
         venv.close()
 
 
-def measure_task(env_id: str, source: str, num_episodes: int = DEFAULT_EPISODES) -> dict[str, dict[str, Any]]:
+def measure_task(env_id: str, board: str) -> dict[str, dict[str, Any]]:
     """``{metric: {"low", "high", "low_from", "high_from", "episodes"}}`` for every metric
-    ``boards.toml`` names for ``env_id``, measured with ``source``'s env arguments."""
-    kwargs = env_kwargs(env_id, source)
+    ``boards.toml`` names for ``env_id``, measured with ``board``'s env arguments and evaluation size."""
+    kwargs = env_kwargs(env_id, board)
+    num_episodes = boards()[board].eval_episodes
     names = task_metrics()[env_id]
     env = task_class(env_id)(**kwargs)
     try:
@@ -342,27 +308,30 @@ def _point_record(env_id: str, metric: str, plan: tuple[Point, Point], evaluatio
     return record
 
 
-def measure_source(source: str, num_episodes: int = DEFAULT_EPISODES, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """The file's block for ``source``: every task of its boards, with the provenance fields."""
+def measure_board(board: str, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The file's block for ``board``: every task of the board, with the provenance fields."""
+    if board not in boards():
+        raise ConfigurationError(f"unknown board {board!r}; the boards are {sorted(boards())}")
     tasks = {}
-    for env_id in source_tasks(source):
+    for env_id in boards()[board].tasks:
         start = time.perf_counter()
-        tasks[env_id] = measure_task(env_id, source, num_episodes)
-        log(f"{env_id}: {time.perf_counter() - start:.0f} s")
+        tasks[env_id] = measure_task(env_id, board)
+        log(f"{board} {env_id}: {time.perf_counter() - start:.0f} s")
     return {
         "lm_gym_version": library_versions()["lm_gym"],
         "git_commit": git_commit(),
         "date": datetime.date.today().isoformat(),
-        "env_kwargs": {env_id: env_kwargs(env_id, source) for env_id in tasks},
+        "episodes": boards()[board].eval_episodes,
+        "env_kwargs": {env_id: env_kwargs(env_id, board) for env_id in tasks},
         "tasks": tasks,
     }
 
 
-def write_source(block: dict[str, Any], source: str, path: str | Path = REFERENCE_POINTS_FILE) -> Path:
-    """Write ``source``'s block into the file at ``path``, keeping the other sources' (atomically)."""
+def write_board(block: dict[str, Any], board: str, path: str | Path = REFERENCE_POINTS_FILE) -> Path:
+    """Write ``board``'s block into the file at ``path``, keeping the other boards' (atomically)."""
     path = Path(path)
     points = json.loads(path.read_text()) if path.exists() else {}
-    points[source] = block
+    points[board] = block
     with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as file:
         json.dump(points, file, indent=2, sort_keys=True, allow_nan=False)
         file.write("\n")
@@ -381,17 +350,15 @@ def format_table(block: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m leaderboard.reference_points", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", required=True, choices=sorted(SOURCE_ENV_KWARGS), help="the data source whose boards' tasks to measure")
-    parser.add_argument("--episodes", type=int, default=DEFAULT_EPISODES, help="episodes per policy and task (default %(default)s)")
+    parser.add_argument("--board", nargs="+", required=True, choices=sorted(boards()), help="the boards whose tasks to measure")
     parser.add_argument("--out", default=str(REFERENCE_POINTS_FILE), help="the reference points file (default %(default)s)")
     args = parser.parse_args(argv)
-    if args.episodes < 1:
-        parser.error("--episodes must be at least 1")
-    start = time.perf_counter()
-    block = measure_source(args.source, args.episodes)
-    path = write_source(block, args.source, args.out)
-    print(format_table(block))
-    print(f"wrote {path} ({args.source}, {args.episodes} episodes per policy, {time.perf_counter() - start:.0f} s)")
+    for board in args.board:
+        start = time.perf_counter()
+        block = measure_board(board)
+        path = write_board(block, board, args.out)
+        print(format_table(block))
+        print(f"wrote {path} ({board}: {block['episodes']} episodes per policy, {time.perf_counter() - start:.0f} s)")
     return 0
 
 

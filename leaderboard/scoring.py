@@ -1,8 +1,8 @@
 """Scores of leaderboard entries: normalised metrics, task and naturalness scores, aggregates over seeds.
 
 **Normalisation.** Each metric a task is scored on (``boards.toml``) is mapped to a common
-scale by its two reference points (``reference_points.py``; the board's data source picks
-them from ``reference_points.json``): :func:`normalise` ``= (x - low) / (high - low)``, 0 at
+scale by its two reference points (``reference_points.py``: the board's block of
+``reference_points.json``): :func:`normalise` ``= (x - low) / (high - low)``, 0 at
 ``low`` (random tokens, or a documented floor), 1 at ``high`` (the references or the scripted
 expert). ``low > high`` is a metric where lower is better; equal points define no scale and
 are refused. Scores may leave [0, 1]: a policy can beat the references or fall below random text.
@@ -50,7 +50,7 @@ from lm_gym.core.errors import LMGymError
 KINDS = ("task", "naturalness")
 REFERENCE_POINTS_FILE = Path(__file__).with_name("reference_points.json")
 
-#: ``{env_id: {metric: {"low": float, "high": float, ...}}}``: one source's reference points.
+#: ``{env_id: {metric: {"low": float, "high": float, ...}}}``: one board's reference points.
 ReferencePoints = Mapping[str, Mapping[str, Mapping[str, Any]]]
 
 
@@ -65,16 +65,16 @@ def normalise(value: float, low: float, high: float, *, metric: str = "a metric"
     return (value - low) / (high - low)
 
 
-def load_reference_points(source: str, path: str | Path = REFERENCE_POINTS_FILE) -> ReferencePoints:
-    """The reference points of data source ``source`` (``"synthetic"``, ``"hub"``) from ``path``."""
-    measure = f"measure them with `python -m leaderboard.reference_points --source {source}`"
+def load_reference_points(board: str, path: str | Path = REFERENCE_POINTS_FILE) -> ReferencePoints:
+    """The reference points of ``board`` from ``path``."""
+    measure = f"measure them with `python -m leaderboard.reference_points --board {board}`"
     path = Path(path)
     if not path.is_file():
         raise ScoringError(f"no reference points file at {str(path)!r}; {measure}")
     points = json.loads(path.read_text())
-    if source not in points:
-        raise ScoringError(f"{str(path)!r} has no reference points for source {source!r} (it has {sorted(points)}); {measure}")
-    return points[source]["tasks"]
+    if board not in points:
+        raise ScoringError(f"{str(path)!r} has no reference points for board {board!r} (it has {sorted(points)}); {measure}")
+    return points[board]["tasks"]
 
 
 def scored_tasks(board: str, kind: str = "task") -> tuple[str, ...]:
@@ -117,7 +117,7 @@ def task_scores(entry: Mapping[str, Any], env_id: str, kind: str = "task", *, po
 def score_matrix(entry: Mapping[str, Any], kind: str = "task", *, points: ReferencePoints | None = None) -> np.ndarray:
     """The entry's ``(num_runs, num_tasks)`` scores of ``kind``: runs by seed, tasks as :func:`entry_tasks`.
 
-    ``points`` defaults to the reference points of the board's source.
+    ``points`` defaults to the board's reference points.
     """
     points = _entry_points(entry) if points is None else points
     columns = {env_id: task_scores(entry, env_id, kind, points=points) for env_id in entry_tasks(entry, kind)}
@@ -250,7 +250,7 @@ def _entry_points(entry: Mapping[str, Any]) -> ReferencePoints:
     board = entry["board"]
     if board not in boards():
         raise ScoringError(f"unknown board {board!r}; the boards are {sorted(boards())}")
-    return load_reference_points(boards()[board].source)
+    return load_reference_points(board)
 
 
 def _low_high(points: ReferencePoints, env_id: str, metric: str) -> tuple[float, float]:

@@ -10,8 +10,11 @@ Command line::
 out silently would change the entry) and builds the entry of ``leaderboard/README.md``:
 
 * **algorithm**: the runs of ``--algorithm``; without it the folders must hold one algorithm.
-* **board**: ``--board``, else the one board whose name is a folder on the runs' paths
-  (``runs/offline/...``). Every task of the board needs runs, and no other task may have any.
+* **board**: ``--board``, else the board of the suite a folder on the runs' paths is named
+  after (``runs/smoke/...``) whose tasks include every task of the runs (the ``offline``
+  suite's runs go to ``offline-text`` or ``offline-games``). Every task of the board needs
+  runs, no other task may have any, and every final evaluation played the board's
+  ``eval_episodes`` episodes.
 * **seeds**: at least 3 (at most 20) per task, distinct, and the same seeds for every task.
 * **config**: the runs of a task must share one config once what differs per run by design is
   removed: ``seed``, the paths and bookkeeping (:data:`PER_RUN_CONFIG_KEYS`) and every value
@@ -43,7 +46,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from leaderboard.boards import boards, task_metrics
+from leaderboard.boards import Board, boards, task_metrics
 from leaderboard.entry import (
     LINE_REFUSED_CHARACTERS,
     MAX_CURVE_POINTS,
@@ -90,10 +93,10 @@ def build_entry(
     per task and the tasks the runs have (the entry then has per-task scores only)."""
     run_dirs = [Path(run_dir) for run_dir in run_dirs]
     runs = _runs_of_algorithm(_load_runs(run_dirs), algorithm)
-    board = board or _board_from_paths([path for path, _ in runs])
+    board = board or _board_from_paths(runs)
     by_task = _runs_by_task(runs, board, partial)
     _check_seeds(by_task, partial)
-    _check_evaluations(by_task)
+    _check_evaluations(by_task, boards()[board])
     roots = [run_dir.resolve() for run_dir in run_dirs]
     configs = {env_id: _shared_config(env_id, task_runs, roots) for env_id, task_runs in by_task.items()}
     entry = {
@@ -127,7 +130,7 @@ def main_submit(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIRS", help="folders holding result.json files, at any depth")
     parser.add_argument("--name", required=True, help="the entry's display name (1-100 printable characters)")
     parser.add_argument("--algorithm", help="the runs' algorithm (needed when the folders hold several)")
-    parser.add_argument("--board", choices=sorted(boards()), help="the board (default: the board named by a folder on the runs' paths)")
+    parser.add_argument("--board", choices=sorted(boards()), help="the board (default: the board of the suite a folder on the runs' paths is named after that has the runs' tasks)")
     parser.add_argument("--method", help="the method's name (default: the algorithm)")
     parser.add_argument("--model", help="the policy (default: from the runs' configs)")
     parser.add_argument("--description", default="", help="free text, at most 2000 characters")
@@ -179,13 +182,19 @@ def _runs_of_algorithm(runs: list[Run], algorithm: str | None) -> list[Run]:
     return kept
 
 
-def _board_from_paths(paths: list[Path]) -> str:
-    found = sorted({part for path in paths for part in path.parts if part in boards()})
+def _board_from_paths(runs: list[Run]) -> str:
+    """The board of the suite (or board) a folder on the runs' paths is named after that has every task of the runs."""
+    parts = {part for path, _ in runs for part in path.parts}
+    named = [board for board in boards().values() if board.name in parts or board.suite in parts]
+    if not named:
+        raise SubmitError(f"cannot tell the board from the folders (none is named after a suite or board: {', '.join(sorted(boards()))}): pass --board")
+    tasks = {result["env_id"] for _, result in runs}
+    found = [board.name for board in named if tasks <= set(board.tasks)]
     if len(found) == 1:
         return found[0]
     if not found:
-        raise SubmitError(f"cannot tell the board from the folders (none is named {', '.join(sorted(boards()))}): pass --board")
-    raise SubmitError(f"the runs lie in folders of several boards ({', '.join(found)}): pass --board")
+        raise SubmitError(f"no board among {', '.join(board.name for board in named)} has every task of the runs ({', '.join(sorted(tasks))}): pass --board")
+    raise SubmitError(f"the runs fit several boards ({', '.join(found)}): pass --board")
 
 
 def _runs_by_task(runs: list[Run], board: str, partial: bool = False) -> dict[str, list[Run]]:
@@ -229,8 +238,9 @@ def _check_seeds(by_task: dict[str, list[Run]], partial: bool = False) -> None:
             )
 
 
-def _check_evaluations(by_task: dict[str, list[Run]]) -> None:
-    """Every run evaluated its final policy on the metrics the board scores (named by file, unlike the entry's check)."""
+def _check_evaluations(by_task: dict[str, list[Run]], board: Board) -> None:
+    """Every run evaluated its final policy on the metrics the board scores, over the board's number of
+    episodes (named by file, unlike the entry's check)."""
     for env_id, runs in by_task.items():
         split = task_metrics().get(env_id)
         required = (*split.task, *split.naturalness) if split else ()
@@ -240,6 +250,12 @@ def _check_evaluations(by_task: dict[str, list[Run]]) -> None:
             missing = [name for name in required if name not in result["final_eval"]]
             if missing:
                 raise SubmitError(f"{path}: final_eval lacks {', '.join(missing)}, which the board scores {env_id} on")
+            if result["final_eval"]["num_episodes"] != board.eval_episodes:
+                raise SubmitError(
+                    f"{path}: the final evaluation played {result['final_eval']['num_episodes']} episodes; board {board.name}"
+                    f" scores evaluations of {board.eval_episodes} (--eval-episodes {board.eval_episodes}), since corpus"
+                    " metrics such as distinct-2 depend on it"
+                )
 
 
 def _shared_config(env_id: str, runs: list[Run], roots: list[Path]) -> dict[str, Any]:

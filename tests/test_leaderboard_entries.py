@@ -34,10 +34,10 @@ from leaderboard.entry import (
 from leaderboard.submit import SubmitError, build_entry, main_submit
 from lm_gym.results import load_result, make_result, write_result
 
-OFFLINE = boards()["offline"].tasks
+OFFLINE = boards()["offline-text"].tasks
 SEEDS = (0, 1, 2)
 IMDB = "lm_gym/IMDB-v0"
-WORDLE = "lm_gym/Wordle-v0"
+COMMONGEN = "lm_gym/CommonGen-v0"
 SAFE_FILE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*-[0-9a-f]{12}\.json")
 
 # Plausible final scores of a small PPO policy per metric (the initial policy scores less).
@@ -59,7 +59,7 @@ def result_template():
 
 def evaluation(env_id, scale):
     split = task_metrics()[env_id]
-    values = {"num_episodes": 64, "mean_return": FINAL_SCORES["mean_return"] * scale, "std_return": 0.21}
+    values = {"num_episodes": boards()["offline-text"].eval_episodes, "mean_return": FINAL_SCORES["mean_return"] * scale, "std_return": 0.21}
     values.update({name: round(FINAL_SCORES[name] * scale, 4) for name in (*split.task, *split.naturalness)})
     return values
 
@@ -120,7 +120,7 @@ def test_a_built_entry_round_trips_through_submit_validate_and_accept(offline_ru
     out = tmp_path / "entry.json"
     assert main_submit([str(offline_runs), "--name", "PPO (lm-gym)", "--out", str(out)]) == 0
     entry = load_entry(out)
-    assert entry["board"] == "offline" and sorted(entry["tasks"]) == sorted(OFFLINE)
+    assert entry["board"] == "offline-text" and sorted(entry["tasks"]) == sorted(OFFLINE)
     assert entry["method"] == "ppo" and entry["model"] == '{"model_type": "gpt2", "n_layer": 2}'
     assert entry["library_version"] == result_template()["versions"]["lm_gym"]
     assert all([run["seed"] for run in task["runs"]] == list(SEEDS) for task in entry["tasks"].values())
@@ -220,7 +220,7 @@ def test_validate_prints_one_line_per_file_and_fails_if_any_is_invalid(valid_ent
     bad.write_text(json.dumps(valid_entry | {"board": "nope\x1b[2J"}))
     assert main_validate([str(good), str(bad)]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines == [f"{good}: valid", f'{bad}: board: "nope\\u001b[2J" is not one of grue, offline, smoke']
+    assert lines == [f"{good}: valid", f'{bad}: board: "nope\\u001b[2J" is not one of grue, offline-games, offline-text, smoke']
 
 
 # --- malformed and malicious entries -----------------------------------------------------------
@@ -332,7 +332,7 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
     ),
     ("a 2001-character prompt", changed(RUN2 + ("samples", 0, "prompt"), "p" * 2001), "prompt: \"pppp"),
     # identifiers
-    ("an unknown board", changed(("board",), "nonexistent"), 'board: "nonexistent" is not one of grue, offline, smoke'),
+    ("an unknown board", changed(("board",), "nonexistent"), 'board: "nonexistent" is not one of grue, offline-games, offline-text, smoke'),
     ("a board path", changed(("board",), "../offline"), "board: \"../offline\" is not one of"),
     ("a bad date", changed(("date",), "2024-13-01"), 'date: "2024-13-01" is not a valid date'),
     ("a US date", changed(("date",), "01/02/2024"), 'date: "01/02/2024" is not a date (YYYY-MM-DD)'),
@@ -368,18 +368,18 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
     ("a sample without return", changed(RUN2 + ("samples", 0, "return"), delete=True), "samples[0]: lacks return"),
     ("no tasks at all", changed(("tasks",), {}), "tasks: has 0 entries, at least 1 allowed"),
     # what the board asks for
-    ("a missing task", changed(("tasks", IMDB), delete=True), "tasks: lacks lm_gym/IMDB-v0, a task of board offline"),
+    ("a missing task", changed(("tasks", IMDB), delete=True), "tasks: lacks lm_gym/IMDB-v0, a task of board offline-text"),
     (
         "an extra task",
         lambda entry: changed(("tasks", "lm_gym/CNNDailyMail-v0"), entry["tasks"][IMDB])(entry),
-        'tasks["lm_gym/CNNDailyMail-v0"]: not a task of board offline',
+        'tasks["lm_gym/CNNDailyMail-v0"]: not a task of board offline-text',
     ),
     ("the offline tasks on the smoke board", changed(("board",), "smoke"), "tasks: lacks lm_gym/CNNDailyMail-v0, a task of board smoke"),
     ("a duplicated seed", changed(RUN2 + ("seed",), 0), 'tasks["lm_gym/IMDB-v0"].runs[2].seed: seed 0 repeats runs[0]\'s seed'),
     (
         "other seeds in one task",
-        changed(("tasks", WORDLE, "runs", 2, "seed"), 7),
-        'tasks["lm_gym/Wordle-v0"]: seeds [0, 1, 7] differ from lm_gym/IMDB-v0\'s [0, 1, 2]',
+        changed(("tasks", COMMONGEN, "runs", 2, "seed"), 7),
+        'tasks["lm_gym/CommonGen-v0"]: seeds [0, 1, 7] differ from lm_gym/IMDB-v0\'s [0, 1, 2]',
     ),
     (
         "a missing task metric",
@@ -387,7 +387,12 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
         "runs[2].final_eval: lacks mean_sentiment, which the board scores lm_gym/IMDB-v0 on",
     ),
     ("a missing naturalness metric", changed(RUN2 + ("final_eval", "corpus_msttr"), delete=True), "lacks corpus_msttr"),
-    ("a missing Wordle metric", changed(("tasks", WORDLE, "runs", 0, "final_eval", "mean_solved"), delete=True), "lacks mean_solved"),
+    ("a missing CommonGen metric", changed(("tasks", COMMONGEN, "runs", 0, "final_eval", "mean_coverage"), delete=True), "lacks mean_coverage"),
+    (
+        "an evaluation of another size",
+        changed(("tasks", COMMONGEN, "runs", 1, "final_eval", "num_episodes"), 64),
+        'tasks["lm_gym/CommonGen-v0"].runs[1].final_eval.num_episodes: 64, but board offline-text scores final evaluations of 128 episodes',
+    ),
     # JSON tricks
     ("a duplicated top-level key", replaced(lambda text: '{"board": "smoke", ' + text[1:]), 'not JSON: duplicated key "board"'),
     (
@@ -397,8 +402,8 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
     ),
     (
         "a duplicated task",
-        replaced(lambda text: text.replace('"tasks": {', '"tasks": {"lm_gym/Wordle-v0": {"runs": []}, ', 1)),
-        'duplicated key "lm_gym/Wordle-v0"',
+        replaced(lambda text: text.replace('"tasks": {', '"tasks": {"lm_gym/CommonGen-v0": {"runs": []}, ', 1)),
+        'duplicated key "lm_gym/CommonGen-v0"',
     ),
 ]
 
@@ -537,12 +542,32 @@ def test_submit_refuses_runs_whose_configs_differ(tmp_path, capsys):
 
 def test_submit_names_the_missing_task_and_the_unknown_board(tmp_path, capsys):
     root = write_runs(tmp_path / "offline", tasks=OFFLINE[1:])
-    assert "no runs of lm_gym/IMDB-v0: board offline needs every one of its tasks" in submit_error(capsys, [root])
+    assert "no runs of lm_gym/IMDB-v0: board offline-text needs every one of its tasks" in submit_error(capsys, [root])
     elsewhere = write_runs(tmp_path / "sweep")
     assert "cannot tell the board from the folders" in submit_error(capsys, [elsewhere])
-    assert build_entry([elsewhere], name="x", board="offline")["board"] == "offline"
-    with pytest.raises(SubmitError, match="no runs of lm_gym/CNNDailyMail-v0, lm_gym/Reddit-v0: board grue"):
+    assert build_entry([elsewhere], name="x", board="offline-text")["board"] == "offline-text"
+    with pytest.raises(SubmitError, match="no runs of lm_gym/CNNDailyMail-v0, lm_gym/Wordle-v0, lm_gym/VisDial-v0, lm_gym/Reddit-v0: board grue"):
         build_entry([elsewhere], name="x", board="grue")
+
+
+def test_submit_picks_the_board_of_the_suite_that_has_the_runs_tasks(tmp_path, capsys):
+    games = boards()["offline-games"]
+    root = write_runs(tmp_path / "offline", algorithm="ilql", tasks=games.tasks)
+    for result_file in root.rglob("result.json"):  # a game's evaluation plays the games board's 256 episodes
+        edit_result(result_file, lambda result: result["final_eval"].update(num_episodes=games.eval_episodes))
+    assert build_entry([root], name="ILQL")["board"] == "offline-games"
+    write_runs(root, algorithm="ppo")
+    assert build_entry([root], name="PPO", algorithm="ppo")["board"] == "offline-text"
+    mixed = write_runs(tmp_path / "mixed" / "offline", tasks=(IMDB, *games.tasks))
+    assert "no board among offline-text, offline-games has every task of the runs" in submit_error(capsys, [mixed])
+
+
+def test_submit_refuses_evaluations_of_another_size_than_the_boards(tmp_path, capsys):
+    root = write_runs(tmp_path / "offline")
+    run = root / "ppo" / "CommonGen-v0" / "seed2" / "result.json"
+    edit_result(run, lambda result: result["final_eval"].update(num_episodes=64))
+    message = submit_error(capsys, [root])
+    assert f"{run}: the final evaluation played 64 episodes; board offline-text scores evaluations of 128 (--eval-episodes 128)" in message
 
 
 def test_submit_refuses_seeds_that_differ_or_repeat(tmp_path, capsys):

@@ -26,7 +26,7 @@ from leaderboard.scoring import (
     scored_tasks,
 )
 
-BOARD = "offline"
+BOARD = "smoke"
 TASKS = boards()[BOARD].tasks
 IMDB, WORDLE = "lm_gym/IMDB-v0", "lm_gym/Wordle-v0"
 REPS = 300
@@ -81,11 +81,11 @@ def test_equal_points_are_refused_naming_the_metric():
 
 def test_missing_reference_points_name_the_command(tmp_path):
     path = tmp_path / "points.json"
-    with pytest.raises(ScoringError, match="python -m leaderboard.reference_points --source hub"):
-        load_reference_points("hub", path)
-    path.write_text('{"synthetic": {"tasks": {}}}')
-    with pytest.raises(ScoringError, match="no reference points for source 'hub'.*--source hub"):
-        load_reference_points("hub", path)
+    with pytest.raises(ScoringError, match="python -m leaderboard.reference_points --board grue"):
+        load_reference_points("grue", path)
+    path.write_text('{"smoke": {"tasks": {}}}')
+    with pytest.raises(ScoringError, match="no reference points for board 'grue'.*--board grue"):
+        load_reference_points("grue", path)
 
 
 # ---- per run and per entry -----------------------------------------------------------------
@@ -166,7 +166,7 @@ def test_a_clearly_better_entry_is_probably_an_improvement():
 
 def test_entries_of_different_boards_are_not_compared():
     with pytest.raises(ScoringError, match="same tasks of the same board"):
-        probability_of_improvement(make_entry(spread), make_entry(lambda env_id, seed: 1.0, board="smoke"), points=POINTS)
+        probability_of_improvement(make_entry(spread), make_entry(lambda env_id, seed: 1.0, board="grue"), points=POINTS)
 
 
 def test_incomplete_entries_get_per_task_scores_only():
@@ -219,18 +219,19 @@ def test_metric_summaries_are_means_over_seeds_with_their_bootstrap_intervals():
 
 @pytest.mark.parametrize("board", [name for name, board in boards().items() if board.source == "synthetic"])
 def test_reference_points_cover_every_metric_of_the_synthetic_boards(board):
-    points = load_reference_points("synthetic")
+    points = load_reference_points(board)
+    assert set(points) == set(boards()[board].tasks)
     for env_id in boards()[board].tasks:
         for name in metric_names(env_id):
             point = points[env_id][name]
             assert math.isfinite(point["low"]) and math.isfinite(point["high"]) and point["low"] != point["high"], (env_id, name)
             assert point["low_from"] and point["high_from"]
-            assert point["episodes"] is None or point["episodes"] >= 1
+            assert point["episodes"] in (None, boards()[board].eval_episodes)  # None: both points are bounds
 
 
 def test_reference_points_file_records_its_provenance():
-    block = json.loads(scoring.REFERENCE_POINTS_FILE.read_text())["synthetic"]
-    assert block["lm_gym_version"] and block["date"] and "git_commit" in block
+    block = json.loads(scoring.REFERENCE_POINTS_FILE.read_text())["smoke"]
+    assert block["lm_gym_version"] and block["date"] and "git_commit" in block and block["episodes"] == 8
     assert block["env_kwargs"][WORDLE] == {"num_answers": 100}
     assert block["env_kwargs"][IMDB] == {"source": "synthetic", "split": "validation"}
     reddit_return = block["tasks"]["lm_gym/Reddit-v0"]["mean_return"]
@@ -238,9 +239,9 @@ def test_reference_points_file_records_its_provenance():
 
 
 def test_a_tiny_reference_point_measurement():
-    points = reference_points.measure_task("lm_gym/Prompts-v0", "synthetic", num_episodes=4)
+    points = reference_points.measure_task("lm_gym/Prompts-v0", "smoke")  # 8 episodes, the smoke board's
     assert set(points) == set(metric_names("lm_gym/Prompts-v0"))
     assert 0.0 <= points["mean_return"]["low"] < 1.0 == points["mean_return"]["high"]
     assert points["mean_return"]["low_from"].startswith("random_tokens")
     assert points["corpus_distinct_2"]["low"] == 0.0 and points["corpus_distinct_2"]["high"] > 0.5
-    assert all(point["episodes"] == 4 for point in points.values())
+    assert all(point["episodes"] == 8 for point in points.values())
