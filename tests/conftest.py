@@ -30,8 +30,8 @@ import lm_gym  # noqa: E402,F401  (registers the envs)
 torch.set_num_threads(2)
 
 # Hypothesis (tests/contract): the default profile keeps the contract suite to about a
-# minute; CI (``CI`` set) runs the ``deep`` profile with four times the examples (what keeps CI under 30 minutes);
-# ``HYPOTHESIS_PROFILE`` picks one explicitly.
+# minute; CI (``CI`` set) runs the ``deep`` profile with four times the examples, which keeps
+# CI under 30 minutes; ``HYPOTHESIS_PROFILE`` picks one explicitly.
 settings.register_profile(
     "default",
     max_examples=25,
