@@ -70,6 +70,9 @@ def start_process(attempt: Attempt) -> subprocess.Popen:
     out_dir = Path(attempt.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **attempt.env, "PYTHONUNBUFFERED": "1"}
+    # a script's own folder heads sys.path, not the checkout: without this a baseline could import
+    # another lm_gym (an installed release) than the harness and the data jobs (``-m``) do
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [attempt.cwd, env.get("PYTHONPATH")]))
     with open(out_dir / LOG_FILE, "a") as log:
         log.write(
             f"\n=== {attempt.key}, attempt {attempt.number}, {datetime.datetime.now().isoformat(timespec='seconds')} "

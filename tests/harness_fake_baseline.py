@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import lm_gym
 from lm_gym.results import make_result, write_result
 
 parser = argparse.ArgumentParser()
@@ -54,7 +55,7 @@ for step in range(start, args.steps):
         sys.exit("first attempt fails on purpose")
 
 config = {
-    "env_kwargs": args.env_kwargs, "resumed_from": start, "started": started, "ended": time.time(), "init_from": args.init_from, "track": args.track,
+    "env_kwargs": args.env_kwargs, "lm_gym_file": lm_gym.__file__, "resumed_from": start, "started": started, "ended": time.time(), "init_from": args.init_from, "track": args.track,
     **{name.lower(): os.environ.get(name) for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "WANDB_RUN_GROUP", "WANDB_TAGS")},
 }
 evaluation = {"num_episodes": 4, "mean_return": 0.1 * args.seed, "std_return": 0.0}

@@ -163,7 +163,12 @@ def test_slots_on_fake_gpus_and_cpu_workers():
 
 def test_jobs_get_their_gpu_through_cuda_visible_devices(tmp_path):
     suite = write_suite(tmp_path, FAKE_SUITE.replace("step-seconds = 0.2", "step-seconds = 0.3"))
-    harness("--suite", suite, "--out", tmp_path / "runs", "--gpus", "3,5", "--jobs-per-gpu", "2")
+    # another lm_gym on PYTHONPATH, as an installed release would be: the jobs must not import it
+    decoy = tmp_path / "elsewhere" / "lm_gym"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("")
+    env = {**os.environ, "PYTHONPATH": str(decoy.parent)}
+    harness("--suite", suite, "--out", tmp_path / "runs", "--gpus", "3,5", "--jobs-per-gpu", "2", env=env)
     runs = results(tmp_path / "runs" / "tiny")
     assert len(runs) == 9
     intervals = {"3": [], "5": []}
@@ -171,6 +176,8 @@ def test_jobs_get_their_gpu_through_cuda_visible_devices(tmp_path):
         gpu = result["config"]["cuda_visible_devices"]
         intervals[gpu].append((result["config"]["started"], result["config"]["ended"]))
         assert result["config"]["omp_num_threads"] == str(max(1, os.cpu_count() // 4))
+        # the job imports the checkout's lm_gym, as the harness does
+        assert Path(result["config"]["lm_gym_file"]) == ROOT / "lm_gym" / "__init__.py"
     assert intervals["3"] and intervals["5"]  # both GPUs used
     for spans in intervals.values():  # never more than 2 jobs at once on one GPU
         for start, _ in spans:
