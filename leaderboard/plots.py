@@ -13,7 +13,9 @@ import numpy as np  # noqa: E402
 
 
 def learning_curves(entries: list[dict[str, Any]], env_id: str, path: Path) -> Path | None:
-    """Each entry's mean training return over its seeds against the step, the seeds' range shaded."""
+    """Each entry's mean return over its seeds against the step (the runs' evaluations, else their
+    training returns: the entries' ``curve``), the seeds' range shaded. Short curves get markers,
+    so that a run evaluated once still shows as a point."""
     figure, axes = plt.subplots(figsize=(6, 3.6))
     drawn = False
     for entry in entries:
@@ -24,14 +26,14 @@ def learning_curves(entries: list[dict[str, Any]], env_id: str, path: Path) -> P
         steps = np.unique(np.concatenate([curve[:, 0] for curve in curves]))
         # seeds are interpolated onto the union of their steps (equal configs log the same steps)
         values = np.stack([np.interp(steps, curve[:, 0], curve[:, 1]) for curve in curves])
-        line = axes.plot(steps, values.mean(axis=0), label=_label(entry["name"]))[0]
+        line = axes.plot(steps, values.mean(axis=0), label=_label(entry["name"]), marker="o" if len(steps) <= 20 else None, markersize=4)[0]
         if len(curves) > 1:
             axes.fill_between(steps, values.min(axis=0), values.max(axis=0), color=line.get_color(), alpha=0.2)
         drawn = True
     if not drawn:
         plt.close(figure)
         return None
-    axes.set(title=env_id, xlabel="step (iteration or optimizer step)", ylabel="training mean return")
+    axes.set(title=env_id, xlabel="step (iteration or optimizer step)", ylabel="mean return")
     axes.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=90)
