@@ -15,6 +15,7 @@ import pytest
 from leaderboard import scoring
 from leaderboard.boards import boards, task_metrics
 from leaderboard.compile import collect_entries, compile_board, main
+from leaderboard.entry import canonical_json, entry_file_name, load_entry
 from lm_gym.results import make_result, write_result
 
 PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
@@ -170,3 +171,18 @@ def test_the_page_in_a_headless_browser(board, tmp_path):
     finally:
         driver.quit()
     assert (page_dir / "screenshot.png").stat().st_size > 10_000
+
+
+def test_the_accepted_entries_validate_and_make_their_boards(tmp_path, capsys):
+    entries_dir = Path(__file__).resolve().parents[1] / "leaderboard" / "entries"
+    files = sorted(entries_dir.glob("*.json"))
+    assert files, "leaderboard/entries/ holds the accepted entries"
+    for path in files:
+        entry = load_entry(path)  # validated as untrusted input, like any submission
+        assert path.name == entry_file_name(entry) and path.read_text() == canonical_json(entry) + "\n", f"{path.name} was not written by accept_entry"
+    assert main([str(entries_dir), "--out", str(tmp_path / "board"), "--reps", "100", "--poi-reps", "10"]) == 0
+    board_names = sorted({load_entry(path)["board"] for path in files})
+    folders = [tmp_path / "board"] if len(board_names) == 1 else [tmp_path / "board" / name for name in board_names]
+    compiled = [json.loads((folder / "board.json").read_text()) for folder in folders]
+    assert sum(len(data["entries"]) for data in compiled) == len(files)
+    assert all("task_iqm" in item["overall"] for data in compiled for item in data["entries"])  # complete entries only
