@@ -63,10 +63,10 @@ def play_dailydialog(policy, episodes: int, seed: int) -> dict[str, float]:
     env = dailydialog_v0.parallel_env(split="validation")
     rewards = defaultdict(list)
     for episode in range(episodes):
-        observations, infos = env.reset(seed=seed + episode)
+        observations, _ = env.reset(seed=seed + episode)
         while env.agents:
             speaker = next(agent for agent in env.agents if observations[agent]["active"])
-            observations, step_rewards, _, _, infos = env.step({speaker: policy(observations[speaker]["text"])})
+            observations, step_rewards, _, _, _ = env.step({speaker: policy(observations[speaker]["text"])})
             rewards[speaker].append(step_rewards[speaker])
     env.close()
     return {speaker: float(np.mean(values)) for speaker, values in sorted(rewards.items())}

@@ -12,15 +12,13 @@ from pathlib import Path
 
 import gymnasium
 import pytest
+from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test, seed_test
 
-pytest.importorskip("pettingzoo")
-from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, parallel_seed_test, seed_test  # noqa: E402
-
-from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError  # noqa: E402
-from lm_gym.multiagent import dailydialog_v0, visdial_v0  # noqa: E402
-from lm_gym.tasks.dailydialog.env import DailyDialogEnv  # noqa: E402
-from lm_gym.tasks.visdial.policies import InformativeQuestioner, MixtureQuestioner, SceneTextAnswerer  # noqa: E402
-from lm_gym.tasks.visdial.synthetic import gallery, scene_text  # noqa: E402
+from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError
+from lm_gym.multiagent import dailydialog_v0, visdial_v0
+from lm_gym.tasks.dailydialog.env import DailyDialogEnv
+from lm_gym.tasks.visdial.policies import MixtureQuestioner, SceneTextAnswerer
+from lm_gym.tasks.visdial.synthetic import gallery, scene_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,8 +77,9 @@ def play_parallel(env, policies, seed):
     rewards = []
     while env.agents:
         speaker = infos[env.agents[0]]["active_agent"]
-        observations, step_rewards, _, _, infos = env.step({speaker: policies[speaker](observations[speaker]["text"]), **{
-            agent: "" for agent in env.agents if agent != speaker}})
+        observations, step_rewards, _, _, infos = env.step(
+            {speaker: policies[speaker](observations[speaker]["text"]), **{agent: "" for agent in env.agents if agent != speaker}}
+        )
         rewards.append(step_rewards)
     return rewards, infos
 
@@ -90,7 +89,9 @@ def test_visdial_cooperative_reward_is_the_single_agent_reward(seed):
     """The scripted answerer reading the scene from its observation answers as the world's
     answerer does, so the game and every round's reward are the single-agent env's."""
     questioner = MixtureQuestioner(0.5, seed=seed)
-    rewards, infos = play_parallel(visdial_v0.parallel_env(yn_reward_kind="soft"), {"questioner": questioner, "answerer": SceneTextAnswerer()}, seed)
+    rewards, infos = play_parallel(
+        visdial_v0.parallel_env(yn_reward_kind="soft"), {"questioner": questioner, "answerer": SceneTextAnswerer()}, seed
+    )
     questioner.seed(seed)
     single = gymnasium.make("lm_gym/VisDial-v0", yn_reward_kind="soft")
     observation, _ = single.reset(seed=seed)
@@ -156,19 +157,19 @@ def test_dailydialog_reward_is_the_single_agent_reward_of_each_reply():
     scores those replies (same context, reference and act)."""
     env = dailydialog_v0.parallel_env(split="validation", context_size=5, min_replies=3)
     single = DailyDialogEnv(split="validation", source="synthetic", context_size=5)
-    observations, infos = env.reset(seed=4)
+    observations, infos = env.reset(options={"index": 4})
     speakers, scored = [], []
-    while env.agents:
+    for sample in env.games[4]:
         speaker = infos["speaker_0"]["active_agent"]
-        sample = env.task.samples[env._game[len(scored)].meta["index"]]
         assert observations[speaker]["text"] == sample.prompt
-        observations, rewards, _, _, infos = env.step({speaker: sample.references[0], "speaker_1" if speaker == "speaker_0" else "speaker_0": ""})
+        listener = "speaker_1" if speaker == "speaker_0" else "speaker_0"
+        observations, rewards, _, _, infos = env.step({speaker: sample.references[0], listener: ""})
         single.reset(options={"index": sample.meta["index"]})
         assert rewards[speaker] == single.step(sample.references[0])[1]
-        assert sum(rewards.values()) == rewards[speaker]  # the listener gets nothing
+        assert rewards[listener] == 0.0
         speakers.append(speaker)
         scored.append(rewards[speaker])
-    assert speakers == ["speaker_0", "speaker_1", "speaker_0"][: len(speakers)] + ["speaker_1", "speaker_0"][: max(0, len(speakers) - 3)]
+    assert env.agents == [] and speakers == [f"speaker_{k % 2}" for k in range(len(speakers))]
     assert len(scored) >= 3 and min(scored) > 0.5
 
 
@@ -258,7 +259,7 @@ def test_bad_reset_and_constructor_arguments():
 def test_selfplay_example_runs_offline():
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "multiagent_selfplay.py"), "--episodes", "4"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        check=False, capture_output=True, text=True, timeout=300, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -22,7 +22,8 @@ single-agent env's reward (:class:`lm_gym.tasks.dailydialog.DailyDialogEnv`'s ``
 against the dataset's utterance at that place: its dialogue act and its METEOR. The context
 is the conversation as played: the last ``context_size`` utterances, the agents' own ones
 included, in the single-agent prompt format. So an utterance of a conversation that kept to the
-dataset so far gets exactly the single-agent env's reward for that reply.
+dataset so far gets exactly the reward of the single-agent env (with the same ``context_size``)
+for that reply.
 
 Turns alternate one utterance per cycle (see :mod:`lm_gym.multiagent.turns`): every live
 agent hands in an action each cycle; only the active agent's (``info["active_agent"]``,
@@ -95,7 +96,7 @@ while parallel.agents:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from gymnasium.utils import seeding
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
@@ -113,8 +114,8 @@ SPEAKERS = ("speaker_0", "speaker_1")
 class DailyDialogParallelEnv(TurnTakingEnv):
     """DailyDialog with two speaking agents: see :mod:`lm_gym.multiagent.dailydialog_v0`."""
 
-    metadata = {**TurnTakingEnv.metadata, "name": "dailydialog_v0"}
-    reset_options = ("index",)
+    metadata: ClassVar[dict[str, Any]] = {**TurnTakingEnv.metadata, "name": "dailydialog_v0"}
+    reset_options: ClassVar[tuple[str, ...]] = ("index",)
 
     def __init__(
         self,

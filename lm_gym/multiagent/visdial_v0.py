@@ -9,7 +9,7 @@
 | Agents | `agents = ["questioner", "answerer"]` |
 | Number of agents | 2 |
 | Action spaces | questioner `Text(max_length=256)`, answerer `Text(max_length=256)` |
-| Observation spaces | `Text` (lengths below) |
+| Observation spaces | `Dict(text=Text, active=Discrete(2))` (lengths below) |
 
 The cooperative version of `lm_gym/VisDial-v0` (the ILQL code base's Visual Dialogue, after
 Das et al.'s VisDial RL), with the answerer as a second agent.
@@ -43,15 +43,19 @@ whose dict lacks the active agent or names an agent that is not live; the episod
 if the call had not happened. Token level: not offered (see :mod:`lm_gym.multiagent`).
 
 ## Observation Space
+``Dict``: ``text`` below and ``active``, 1 for the agent whose turn it is (a ``Dict`` rather
+than a bare ``Text``: PettingZoo's ``api_test`` compares an observation's ``dtype`` with its
+space's, which a ``str`` has not).
+
 * ``questioner``: the single-agent observation (ILQL's text: the caption on the first line,
   then a line per question and per answer), followed, while its question waits for the
-  answer, by that question's line. ``Text(max_length=512 + 514 * max_turns + 257)``.
+  answer, by that question's line: ``Text(max_length=512 + 514 * max_turns + 257)``.
 * ``answerer``: the hidden image, a blank line, then the questioner's view; at its turn the
   last line is the question to answer. ``source="synthetic"``: the scene as one line of JSON
   (``lm_gym.tasks.visdial.synthetic.scene_text``: setting, time, weather, the objects with
   colour, count, position and whether the caption names them); ``source="local"``: the
   target dialog's caption and human rounds (the text-only world's "image"), cut to 8,192
-  characters. ``Text(max_length=8192 + 2 + the questioner's length)``.
+  characters: ``Text(max_length=8192 + 2 + the questioner's length)``.
 
 ## Rewards
 Cooperative: both agents get the single-agent env's reward of the round, at the cycle of the
@@ -116,7 +120,7 @@ observations, rewards, terminations, truncations, infos = parallel.step({"questi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
@@ -149,8 +153,8 @@ class _AgentAnswer:
 class VisDialParallelEnv(TurnTakingEnv):
     """Visual Dialogue with a questioning and an answering agent: see :mod:`lm_gym.multiagent.visdial_v0`."""
 
-    metadata = {**TurnTakingEnv.metadata, "name": "visdial_v0"}
-    reset_options = ("index",)
+    metadata: ClassVar[dict[str, Any]] = {**TurnTakingEnv.metadata, "name": "visdial_v0"}
+    reset_options: ClassVar[tuple[str, ...]] = ("index",)
 
     def __init__(
         self,
