@@ -172,13 +172,7 @@ class TextEnv(gymnasium.Env[str, str]):
 
     def _utterance(self, action: Any) -> str:
         """The utterance of a valid ``action``, mapped into the charset; raises ``InvalidActionError``."""
-        if not isinstance(action, str):
-            raise InvalidActionError(f"action must be a str (an utterance), got {type(action).__name__}: {action!r:.80}")
-        if len(action) > self.action_space.max_length:
-            raise InvalidActionError(
-                f"action has {len(action)} characters; the action space allows at most {self.action_space.max_length}"
-            )
-        return to_charset(action)[: self.action_space.max_length]
+        return checked_utterance(action, self.action_space.max_length)
 
     def _finish_step(self, utterance: str, score: float | None) -> StepResult:
         observation, reward, terminated, truncated, info = self._transition(utterance, score)
@@ -280,6 +274,16 @@ class SingleTurnTextEnv(TextEnv):
     @staticmethod
     def _sample_info(sample: Sample) -> dict[str, Any]:
         return {"prompt": sample.prompt, "references": list(sample.references), "meta": dict(sample.meta)}
+
+
+def checked_utterance(action: Any, max_length: int, name: str = "action") -> str:
+    """``action`` mapped into the charset if it is a ``str`` of at most ``max_length`` characters;
+    else ``InvalidActionError`` naming ``name`` (the rule of every utterance-level action space)."""
+    if not isinstance(action, str):
+        raise InvalidActionError(f"{name} must be a str (an utterance), got {type(action).__name__}: {action!r:.80}")
+    if len(action) > max_length:
+        raise InvalidActionError(f"{name} has {len(action)} characters; the action space allows at most {max_length}")
+    return to_charset(action)[:max_length]
 
 
 def join_text(prompt: str, continuation: str) -> str:

@@ -20,6 +20,9 @@ questioner                question
 ``MixtureQuestioner``     per turn the informative question with probability ``prob_informative``,
                           else a random or a yes/no one (half each): people of mixed skill
 ========================  ======================================================================
+
+:class:`SceneTextAnswerer` is the other side: the answering agent of the multi-agent game
+(``lm_gym.multiagent.visdial_v0``) on synthetic scenes, answering from its observation text.
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ from lm_gym.tasks.visdial.synthetic import (
     SCENE_YES_NO_QUESTIONS,
     SETTINGS,
     YES_NO_QUESTIONS,
+    answer_question,
     fill,
+    parse_scene_text,
     plural,
     with_article,
 )
@@ -182,6 +187,18 @@ class MixtureQuestioner(Questioner):
         if self.rng.random() < self.prob_informative:
             return self.informative(observation)
         return (self.random if self.rng.random() < 0.5 else self.yes_no)(observation)
+
+
+class SceneTextAnswerer:
+    """Answers as the synthetic world's answerer does, from the answerer's observation of
+    ``lm_gym.multiagent.visdial_v0``: the scene on its first line (``synthetic.scene_text``), the
+    question on its last. Deterministic; only for ``source="synthetic"``."""
+
+    name = "scene"
+
+    def __call__(self, observation: str) -> str:
+        lines = observation.split("\n")
+        return answer_question(parse_scene_text(lines[0]), lines[-1])
 
 
 QUESTIONERS = {"informative": InformativeQuestioner, "random": RandomQuestioner, "yes_no": YesNoQuestioner}

@@ -49,10 +49,11 @@ nothing in the picture, rules out nothing.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -149,6 +150,21 @@ class Scene:
 
     def find(self, category: str) -> SceneObject | None:
         return next((o for o in self.objects if o.category == category), None)
+
+
+def scene_text(scene: Scene) -> str:
+    """``scene`` as one line of JSON (its fields, the objects as a list of dicts): what an
+    answering agent of the multi-agent game sees (:func:`parse_scene_text` reads it back)."""
+    return json.dumps(asdict(scene), separators=(", ", ": "))
+
+
+def parse_scene_text(text: str) -> Scene:
+    """The :class:`Scene` of a :func:`scene_text` line; ``ValueError`` when the text is not one."""
+    try:
+        fields = json.loads(text)
+        return Scene(**{**fields, "objects": tuple(SceneObject(**o) for o in fields["objects"])})
+    except (TypeError, KeyError, json.JSONDecodeError) as error:
+        raise ValueError(f"not a scene_text line: {text[:80]!r}") from error
 
 
 # ---- generation -----------------------------------------------------------------------------

@@ -1,0 +1,229 @@
+"""# Visual Dialogue (questioner and answerer)
+
+| | |
+|---|---|
+| Import | `from lm_gym.multiagent import visdial_v0` |
+| Actions | text (`gymnasium.spaces.Text`) |
+| Parallel API | yes (native; the AEC env is PettingZoo's `parallel_to_aec` of it) |
+| Manual control | no |
+| Agents | `agents = ["questioner", "answerer"]` |
+| Number of agents | 2 |
+| Action spaces | questioner `Text(max_length=256)`, answerer `Text(max_length=256)` |
+| Observation spaces | `Dict(text=Text, active=Discrete(2))` (lengths below) |
+
+The cooperative version of `lm_gym/VisDial-v0` (the ILQL code base's Visual Dialogue, after
+Das et al.'s VisDial RL), with the answerer as a second agent.
+
+## Description
+An image is hidden from the questioner. It reads the caption and asks questions; the answerer,
+who sees the image, answers them. After each answer the task's ranker scores how well the
+caption and dialogue so far pick the image out of the candidates (a retrieval percentile), and
+the game ends once the dialogue has closed ``cutoff`` of the gap between the caption-only
+percentile and a perfect rank. Both agents are rewarded for finding the image in few rounds:
+good questions and answers that are true to the picture. The game is the single-agent env's
+(:class:`lm_gym.tasks.visdial.VisDialEnv`), played through it with the answering agent in
+place of the world's answerer; nothing of the task is implemented twice.
+
+Turns alternate, one utterance per cycle (see :mod:`lm_gym.multiagent.turns`): the
+questioner speaks at even cycles, the answerer at odd ones. Every live agent hands in an
+action each cycle; only the active agent's (``info["active_agent"]``) is used, the other is
+checked and ignored (pass ``""``).
+
+## Agents
+* ``questioner``: asks about the hidden image (the agent of ``lm_gym/VisDial-v0``).
+* ``answerer``: sees the image and answers the last question.
+
+## Action Space
+Each agent's utterance, ``Text(max_length=256)`` of printable ASCII, as in the single-agent
+env: whitespace runs (newlines too) become one space and surrounding space is dropped, so an
+utterance is one line of the observation. Any text is a question or an answer (an answer the
+ranker cannot match with any candidate rules nothing out). A non-``str`` action or one over
+256 characters raises ``InvalidActionError`` naming the agent, and so does a parallel step
+whose dict lacks the active agent or names an agent that is not live; the episode goes on as
+if the call had not happened. Token level: not offered (see :mod:`lm_gym.multiagent`).
+
+## Observation Space
+``Dict``: ``text`` below and ``active``, 1 for the agent whose turn it is (a ``Dict`` rather
+than a bare ``Text``: PettingZoo's ``api_test`` compares an observation's ``dtype`` with its
+space's, which a ``str`` has not).
+
+* ``questioner``: the single-agent observation (ILQL's text: the caption on the first line,
+  then a line per question and per answer), followed, while its question waits for the
+  answer, by that question's line: ``Text(max_length=512 + 514 * max_turns + 257)``.
+* ``answerer``: the hidden image, a blank line, then the questioner's view; at its turn the
+  last line is the question to answer. ``source="synthetic"``: the scene as one line of JSON
+  (``lm_gym.tasks.visdial.synthetic.scene_text``: setting, time, weather, the objects with
+  colour, count, position and whether the caption names them); ``source="local"``: the
+  target dialog's caption and human rounds (the text-only world's "image"), cut to 8,192
+  characters: ``Text(max_length=8192 + 2 + the questioner's length)``.
+
+## Rewards
+Cooperative: both agents get the single-agent env's reward of the round, at the cycle of the
+answer (the question's cycle gives 0). That is ILQL's reward: -1 per round until the
+percentile gain reaches ``cutoff``, 0 for the round that reaches it, plus ``yn_reward`` when
+the *answer* passes the yes/no test ``yn_reward_kind``, then ``* reward_scale +
+reward_shift``. So each agent's return equals the single-agent return of the same dialogue.
+
+## Starting State
+The single-agent env's, reset with the same ``seed``: a target image drawn uniformly with the
+env's RNG, or image ``i`` with ``reset(options={"index": i})`` (a bad index raises
+``ConfigurationError``; other option keys are ignored with a warning). ``infos`` hold
+``active_agent`` (``"questioner"``).
+
+## Episode End
+Both agents terminate at the answer that reaches the cutoff or ends round ``max_turns``; both
+are truncated after ``max_cycles`` utterances. At each answer every agent's ``info`` holds the
+single-agent step's ``info`` (``answer``, ``percentile``, ``turn``, ``meta``; at the end
+``metrics``: ``return``, ``turns``, ``reached_cutoff``, ``final_percentile``,
+``percentile_gain``, ``yes_no_answers``); at each question ``question``.
+
+## Arguments
+| argument | default | meaning |
+|---|---|---|
+| ``split``, ``source``, ``data_dir``, ``num_images`` | ``"train"``, ``"synthetic"``, ``None``, ``None`` | the images, as ``lm_gym/VisDial-v0`` (``source="synthetic"`` is offline; ``"local"`` reads a VisDial v1.0 json) |
+| ``ranker`` | ``None`` | your own ranker (``percentiles(images, dialogues)``); ``None``: the source's |
+| ``cutoff``, ``goal_value`` | ``0.5``, ``1.0`` | the end of the game, as ``lm_gym/VisDial-v0`` |
+| ``yn_reward``, ``yn_reward_kind`` | ``-2.0``, ``"none"`` | the yes/no penalty of the answers |
+| ``reward_scale``, ``reward_shift`` | ``1.0``, ``0.0`` | ``reward = (base + yn) * reward_scale + reward_shift`` |
+| ``max_turns`` | ``10`` | rounds (question and answer) per game, 1 to 20 |
+| ``max_cycles`` | ``None`` | truncate after this many utterances (PettingZoo's cycles); ``None``: the game's own end only |
+| ``render_mode`` | ``None`` | ``"ansi"`` returns the conversation (the questioner's view), ``"human"`` prints it |
+
+Bad arguments raise ``ConfigurationError`` naming the argument. There is no ``server_url``:
+the answering agent replaces the world's answerer.
+
+## Usage
+```python
+from lm_gym.multiagent import visdial_v0
+
+env = visdial_v0.env()                        # AEC
+env.reset(seed=0)
+for agent in env.agent_iter():
+    observation, reward, termination, truncation, info = env.last()
+    if termination or truncation:
+        action = None
+    elif info["active_agent"] == agent:
+        action = "what color is the dog?" if agent == "questioner" else "brown"
+    else:
+        action = ""                           # not this agent's turn
+    env.step(action)
+
+parallel = visdial_v0.parallel_env()          # parallel
+observations, infos = parallel.reset(seed=0)
+observations, rewards, terminations, truncations, infos = parallel.step({"questioner": "is it sunny?"})
+```
+
+## Version History
+* v0: initial version.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pettingzoo.utils.conversions import parallel_to_aec_wrapper
+
+from lm_gym.multiagent.turns import CheckedAECEnv, TurnTakingEnv, raw_aec_env
+from lm_gym.tasks.visdial.dialogue import MAX_ANSWER_LENGTH, MAX_QUESTION_LENGTH, HiddenImage, clean_line, dialogue_text
+from lm_gym.tasks.visdial.env import VisDialEnv
+from lm_gym.tasks.visdial.synthetic import Scene, scene_text
+
+QUESTIONER, ANSWERER = "questioner", "answerer"
+#: Longest text of the hidden image in the answerer's observation (characters; longer is cut).
+MAX_HIDDEN_LENGTH = 8192
+
+
+def hidden_text(image: HiddenImage) -> str:
+    """What the answerer sees of ``image``: a synthetic scene as one JSON line, a human dialog as its text."""
+    content = image.content
+    text = scene_text(content) if isinstance(content, Scene) else dialogue_text(content.caption, content.rounds)
+    return text[:MAX_HIDDEN_LENGTH]
+
+
+class _AgentAnswer:
+    """The single-agent env's answerer, answering with the answering agent's utterance."""
+
+    text = ""
+
+    def answer(self, image: HiddenImage, dialogue: Any, question: str) -> str:
+        return self.text
+
+
+class VisDialParallelEnv(TurnTakingEnv):
+    """Visual Dialogue with a questioning and an answering agent: see :mod:`lm_gym.multiagent.visdial_v0`."""
+
+    metadata: ClassVar[dict[str, Any]] = {**TurnTakingEnv.metadata, "name": "visdial_v0"}
+    reset_options: ClassVar[tuple[str, ...]] = ("index",)
+
+    def __init__(
+        self,
+        split: str = "train",
+        source: str = "synthetic",
+        data_dir: str | Path | None = None,
+        num_images: int | None = None,
+        ranker: Any = None,
+        cutoff: float = 0.5,
+        goal_value: float = 1.0,
+        yn_reward: float = -2.0,
+        yn_reward_kind: str = "none",
+        reward_scale: float = 1.0,
+        reward_shift: float = 0.0,
+        max_turns: int = 10,
+        max_cycles: int | None = None,
+        render_mode: str | None = None,
+    ):
+        super().__init__(max_cycles, render_mode)
+        self.possible_agents = [QUESTIONER, ANSWERER]
+        self._answer = _AgentAnswer()
+        self.task = VisDialEnv(
+            split=split, source=source, data_dir=data_dir, num_images=num_images, answerer=self._answer, ranker=ranker,
+            cutoff=cutoff, goal_value=goal_value, yn_reward=yn_reward, yn_reward_kind=yn_reward_kind,
+            reward_scale=reward_scale, reward_shift=reward_shift, max_turns=max_turns,
+        )  # fmt: skip
+        questioner_view = self.task.observation_space.max_length + 1 + MAX_QUESTION_LENGTH
+        self._set_spaces(
+            {QUESTIONER: questioner_view, ANSWERER: MAX_HIDDEN_LENGTH + 2 + questioner_view},
+            {QUESTIONER: self.task.action_space.max_length, ANSWERER: MAX_ANSWER_LENGTH},
+        )
+        self._dialogue, self._hidden, self._question = "", "", None
+
+    @property
+    def active_agent(self) -> str:
+        return QUESTIONER if self._question is None else ANSWERER
+
+    def _start(self, seed: int | None, options: dict[str, Any]) -> None:
+        self._dialogue, info = self.task.reset(seed=seed, options=options)
+        self._hidden = hidden_text(self.task.images[info["meta"]["index"]])
+        self._question = None
+
+    def _speak(self, utterance: str) -> tuple[dict[str, float], bool, dict[str, Any]]:
+        if self._question is None:
+            self._question = clean_line(utterance, MAX_QUESTION_LENGTH)
+            return {}, False, {"question": self._question}
+        self._answer.text = utterance
+        dialogue, reward, terminated, _, info = self.task.step(self._question)
+        self._dialogue, self._question = dialogue, None
+        return dict.fromkeys(self.possible_agents, reward), terminated, info
+
+    def observe(self, agent: str) -> str:
+        questioner_view = self._text()
+        return questioner_view if agent == QUESTIONER else f"{self._hidden}\n\n{questioner_view}"
+
+    def _text(self) -> str:
+        return self._dialogue if self._question is None else f"{self._dialogue}\n{self._question}"
+
+
+def parallel_env(**kwargs: Any) -> VisDialParallelEnv:
+    """The parallel env (arguments: see the module docstring)."""
+    return VisDialParallelEnv(**kwargs)
+
+
+def raw_env(**kwargs: Any) -> parallel_to_aec_wrapper:
+    """The AEC env as PettingZoo's ``parallel_to_aec`` makes it, unwrapped: use :func:`env`."""
+    return raw_aec_env(parallel_env(**kwargs))
+
+
+def env(**kwargs: Any) -> CheckedAECEnv:
+    """The AEC env with PettingZoo's order enforcement and lm-gym's action checks."""
+    return CheckedAECEnv(raw_env(**kwargs))
