@@ -10,8 +10,9 @@ the same utterance.
 
 The envs are written as :class:`TurnTakingEnv` (a native ``ParallelEnv``: one state update per
 cycle, so the AEC conversion is exact) and converted to AEC with PettingZoo's
-``parallel_to_aec_wrapper`` (:func:`raw_aec_env`, the modules' ``raw_env()``); :class:`CheckedAECEnv`
-(the modules' ``env()``) adds PettingZoo's order enforcement and lm-gym's action contract to it. Bad actions raise lm-gym's typed errors
+``parallel_to_aec_wrapper`` (:func:`raw_aec_env`, the modules' ``raw_env()``);
+:class:`CheckedAECEnv` (the modules' ``env()``) adds PettingZoo's order enforcement and
+lm-gym's action contract to it. Bad actions raise lm-gym's typed errors
 (``InvalidActionError``, ``ResetNeededError``) *before* any state changes, at the AEC step
 that hands them in, so the episode goes on as if they had not been given.
 """
