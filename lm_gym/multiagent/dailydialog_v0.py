@@ -99,14 +99,17 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from gymnasium.utils import seeding
-from pettingzoo.utils.conversions import parallel_to_aec_wrapper
 
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.text_env import RewardQuery, Sample, score_queries
 from lm_gym.core.validation import check_int
-from lm_gym.multiagent.turns import CheckedAECEnv, TurnTakingEnv, raw_aec_env
+from lm_gym.multiagent.turns import TurnTakingEnv, pettingzoo_constructors
 from lm_gym.tasks.dailydialog.data import load_dialogues
-from lm_gym.tasks.dailydialog.env import MAX_CONTEXT_SIZE, DailyDialogEnv, context_prompt
+from lm_gym.tasks.dailydialog.env import (
+    MAX_CONTEXT_SIZE,
+    DailyDialogEnv,
+    context_prompt,
+)
 
 SPEAKERS = ("speaker_0", "speaker_1")
 
@@ -187,16 +190,4 @@ class DailyDialogParallelEnv(TurnTakingEnv):
         return "\n".join(self._utterances)
 
 
-def parallel_env(**kwargs: Any) -> DailyDialogParallelEnv:
-    """The parallel env (arguments: see the module docstring)."""
-    return DailyDialogParallelEnv(**kwargs)
-
-
-def raw_env(**kwargs: Any) -> parallel_to_aec_wrapper:
-    """The AEC env as PettingZoo's ``parallel_to_aec`` makes it, unwrapped: use :func:`env`."""
-    return raw_aec_env(parallel_env(**kwargs))
-
-
-def env(**kwargs: Any) -> CheckedAECEnv:
-    """The AEC env with PettingZoo's order enforcement and lm-gym's action checks."""
-    return CheckedAECEnv(raw_env(**kwargs))
+parallel_env, raw_env, env = pettingzoo_constructors(DailyDialogParallelEnv)

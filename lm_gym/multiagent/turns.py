@@ -10,7 +10,7 @@ the same utterance.
 
 The envs are written as :class:`TurnTakingEnv` (a native ``ParallelEnv``: one state update per
 cycle, so the AEC conversion is exact) and converted to AEC with PettingZoo's
-``parallel_to_aec_wrapper`` (:func:`raw_aec_env`, the modules' ``raw_env()``);
+``parallel_to_aec_wrapper`` (the modules' ``raw_env()``, from :func:`pettingzoo_constructors`);
 :class:`CheckedAECEnv` (the modules' ``env()``) adds PettingZoo's order enforcement and
 lm-gym's action contract to it. Bad actions raise lm-gym's typed errors
 (``InvalidActionError``, ``ResetNeededError``) *before* any state changes, at the AEC step
@@ -20,7 +20,7 @@ that hands them in, so the episode goes on as if they had not been given.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -207,7 +207,23 @@ class CheckedAECEnv(OrderEnforcingWrapper):
         super().step(action)
 
 
-def raw_aec_env(parallel: TurnTakingEnv) -> parallel_to_aec_wrapper:
-    """PettingZoo's AEC conversion of ``parallel``, without order or action checks (a bad action
-    still raises lm-gym's error, but only at the end of its cycle, and the cycle is left stuck)."""
-    return parallel_to_aec_wrapper(parallel)
+def pettingzoo_constructors(
+    parallel_class: type[TurnTakingEnv],
+) -> tuple[Callable[..., TurnTakingEnv], Callable[..., parallel_to_aec_wrapper], Callable[..., CheckedAECEnv]]:
+    """A module's ``parallel_env``, ``raw_env`` and ``env``, as PettingZoo's envs provide them."""
+
+    def parallel_env(**kwargs: Any) -> TurnTakingEnv:
+        """The parallel env (arguments: see the module docstring)."""
+        return parallel_class(**kwargs)
+
+    def raw_env(**kwargs: Any) -> parallel_to_aec_wrapper:
+        """The AEC env as PettingZoo's ``parallel_to_aec`` makes it, without order or action checks
+        (a bad action still raises lm-gym's error, but only at the end of its cycle, and the cycle
+        is left stuck): use ``env()``."""
+        return parallel_to_aec_wrapper(parallel_env(**kwargs))
+
+    def env(**kwargs: Any) -> CheckedAECEnv:
+        """The AEC env with PettingZoo's order enforcement and lm-gym's action checks."""
+        return CheckedAECEnv(raw_env(**kwargs))
+
+    return parallel_env, raw_env, env

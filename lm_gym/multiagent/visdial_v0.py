@@ -122,10 +122,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pettingzoo.utils.conversions import parallel_to_aec_wrapper
-
-from lm_gym.multiagent.turns import CheckedAECEnv, TurnTakingEnv, raw_aec_env
-from lm_gym.tasks.visdial.dialogue import MAX_ANSWER_LENGTH, MAX_QUESTION_LENGTH, HiddenImage, clean_line, dialogue_text
+from lm_gym.multiagent.turns import TurnTakingEnv, pettingzoo_constructors
+from lm_gym.tasks.visdial.dialogue import (
+    MAX_ANSWER_LENGTH,
+    MAX_QUESTION_LENGTH,
+    HiddenImage,
+    clean_line,
+    dialogue_text,
+)
 from lm_gym.tasks.visdial.env import VisDialEnv
 from lm_gym.tasks.visdial.synthetic import Scene, scene_text
 
@@ -214,16 +218,4 @@ class VisDialParallelEnv(TurnTakingEnv):
         return self._dialogue if self._question is None else f"{self._dialogue}\n{self._question}"
 
 
-def parallel_env(**kwargs: Any) -> VisDialParallelEnv:
-    """The parallel env (arguments: see the module docstring)."""
-    return VisDialParallelEnv(**kwargs)
-
-
-def raw_env(**kwargs: Any) -> parallel_to_aec_wrapper:
-    """The AEC env as PettingZoo's ``parallel_to_aec`` makes it, unwrapped: use :func:`env`."""
-    return raw_aec_env(parallel_env(**kwargs))
-
-
-def env(**kwargs: Any) -> CheckedAECEnv:
-    """The AEC env with PettingZoo's order enforcement and lm-gym's action checks."""
-    return CheckedAECEnv(raw_env(**kwargs))
+parallel_env, raw_env, env = pettingzoo_constructors(VisDialParallelEnv)
