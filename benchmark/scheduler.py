@@ -193,7 +193,8 @@ class Scheduler:
         running = [state for state in self.states.values() if state.state == "running"]
         self.console.print(f"[yellow]interrupted: stopping {len(running)} running jobs[/]")
         for state in running:
-            self.backend.cancel(state.handle)
+            if state.handle is not None:  # None: the signal came while its ended attempt was being recorded
+                self.backend.cancel(state.handle)
             state.state, state.note, state.handle = "interrupted", "stopped by Ctrl-C/SIGTERM; the next run starts it again", None
         for state in self.states.values():
             if state.state == "pending":
