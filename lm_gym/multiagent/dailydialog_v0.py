@@ -118,7 +118,6 @@ class DailyDialogParallelEnv(TurnTakingEnv):
     """DailyDialog with two speaking agents: see :mod:`lm_gym.multiagent.dailydialog_v0`."""
 
     metadata: ClassVar[dict[str, Any]] = {**TurnTakingEnv.metadata, "name": "dailydialog_v0"}
-    reset_options: ClassVar[tuple[str, ...]] = ("index",)
 
     def __init__(
         self,

@@ -41,12 +41,13 @@ class TurnTakingEnv(ParallelEnv[str, str, str]):
     Subclasses set ``possible_agents`` and the spaces (:meth:`_set_spaces`) and implement
     :meth:`_start` (a new episode, the task env reset with ``seed``), :meth:`_speak` (apply the
     active agent's utterance), :meth:`observe` and :attr:`active_agent`. ``reset(options=...)``
-    checks the keys in :attr:`reset_options`; PettingZoo's ``api_test`` resets with
+    checks the keys in :attr:`reset_options` (``index``: the dataset example to play, as in the
+    single-agent envs); PettingZoo's ``api_test`` resets with
     ``options={"options": 1}``, so other keys are ignored with a warning that names them.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "is_parallelizable": True, "render_fps": 1}
-    reset_options: ClassVar[tuple[str, ...]] = ()
+    reset_options: ClassVar[tuple[str, ...]] = ("index",)
 
     def __init__(self, max_cycles: int | None, render_mode: str | None):
         if render_mode is not None:

@@ -158,7 +158,6 @@ class VisDialParallelEnv(TurnTakingEnv):
     """Visual Dialogue with a questioning and an answering agent: see :mod:`lm_gym.multiagent.visdial_v0`."""
 
     metadata: ClassVar[dict[str, Any]] = {**TurnTakingEnv.metadata, "name": "visdial_v0"}
-    reset_options: ClassVar[tuple[str, ...]] = ("index",)
 
     def __init__(
         self,
