@@ -49,7 +49,10 @@ BASELINES = Path(__file__).resolve().parents[1] / "baselines"
 
 
 def load_baseline(name: str):
-    """``baselines/<name>.py`` as a module (the baselines are scripts, not a package)."""
+    """``baselines/<name>.py`` as a module (the baselines are scripts, not a package); their folder
+    goes on ``sys.path`` as when a script runs, so that ``lm_toolkit`` and ``import ppo`` resolve."""
+    if str(BASELINES) not in sys.path:
+        sys.path.insert(0, str(BASELINES))
     module_name = f"baseline_{name}"
     if module_name not in sys.modules:
         spec = importlib.util.spec_from_file_location(module_name, BASELINES / f"{name}.py")

@@ -1,13 +1,12 @@
-"""baselines/grpo.py: GRPO and RLOO on single- and multi-turn envs, its shared-prefix passes, and a learning check."""
+"""baselines/grpo.py: GRPO and RLOO on single- and multi-turn envs, its advantages, and a learning check
+(the shared-prefix passes it relies on are tested with the toolkit, tests/test_lm_toolkit.py)."""
 
 import math
 
 import gymnasium
 import numpy as np
 import pytest
-import torch
 from conftest import load_baseline
-from transformers import GPT2Config, GPT2LMHeadModel
 
 from lm_gym.results import load_result
 
@@ -60,6 +59,14 @@ def test_resume_continues_from_the_checkpoint(grpo, tmp_path):
     assert resumed["curves"][0] == first["curves"][0] and resumed["initial_eval"] == first["initial_eval"]
 
 
+def test_group_advantages(grpo):
+    returns = np.array([1.0, 3.0, 0.0, 0.0, 2.0, 4.0])
+    np.testing.assert_allclose(grpo.group_advantages(returns, 2, rloo=True, scale_rewards=False), [-2, 2, 0, 0, -2, 2])
+    grpo_advantages = grpo.group_advantages(returns, 3, rloo=False, scale_rewards=True)
+    np.testing.assert_allclose(grpo_advantages[:3], (returns[:3] - 4 / 3) / (np.std(returns[:3]) + 1e-4))
+    np.testing.assert_allclose(grpo.group_advantages(returns, 3, rloo=False, scale_rewards=False)[3:], [-2, 0, 2])
+
+
 def test_a_group_starts_from_one_prompt_and_game():
     # grpo.py resets a group's envs with one seed
     for env_id, kwargs in (("lm_gym/IMDB-v0", {"source": "synthetic"}), ("lm_gym/Wordle-v0", {"num_answers": 100})):
@@ -69,62 +76,6 @@ def test_a_group_starts_from_one_prompt_and_game():
         if env_id.endswith("Wordle-v0"):  # the same hidden word within a group: the same feedback to one guess
             feedback, *_ = venv.step(("crane",) * 6)
             assert feedback[0] == feedback[1] == feedback[2] and feedback[3] == feedback[4] == feedback[5]
-
-
-def tiny_model():
-    torch.manual_seed(0)
-    config = GPT2Config(vocab_size=50, n_layer=2, n_embd=32, n_head=4, n_positions=64, bos_token_id=49, eos_token_id=49, pad_token_id=0)
-    return GPT2LMHeadModel(config).eval()
-
-
-def test_shared_prompts_give_the_log_probs_and_gradients_of_separate_passes(grpo):
-    model = tiny_model()
-    queries = [[5, 6, 7, 8], [5, 6, 7, 8], [9, 10], [9, 10], [11, 12, 13]]
-    responses = [[1, 2, 3], [4, 5], [6], [7, 8, 9], [10, 11]]
-    response_ids, response_mask = grpo.pad(responses, 0, "right", "cpu")
-    log_probs = grpo.sequence_log_probs(model, queries, response_ids, response_mask, 0, 0.7, (49, 1), "cpu")
-    (log_probs * response_mask).sum().backward()
-    shared_grads = {name: p.grad.clone() for name, p in model.named_parameters()}
-    model.zero_grad()
-    total = 0
-    for i, (query, response) in enumerate(zip(queries, responses, strict=True)):
-        logits = model(input_ids=torch.tensor([query + response])).logits[0, len(query) - 1 : -1] / 0.7
-        logits[:1, 49] = float("-inf")
-        separate = torch.log_softmax(logits, -1).gather(-1, torch.tensor(response)[:, None]).squeeze(-1)
-        torch.testing.assert_close(log_probs[i, : len(response)], separate, atol=1e-5, rtol=0)
-        total = total + separate.sum()
-    total.backward()
-    for name, parameter in model.named_parameters():
-        torch.testing.assert_close(shared_grads[name], parameter.grad, atol=1e-5, rtol=1e-4)
-
-
-def test_sampling_keeps_the_log_probs_a_forward_pass_computes(grpo):
-    model = tiny_model()
-    tokenizer = type("Tokenizer", (), {"eos_token_id": 49, "pad_token_id": 0})()
-    queries = [[5, 6, 7, 8], [5, 6, 7, 8], [9, 10], [11, 12, 13]]
-    torch.manual_seed(3)
-    responses, sampled = grpo.sample(model, tokenizer, queries, {"max_new_tokens": 6, "min_new_tokens": 2}, False, 1.0, "cpu")
-    assert all(2 <= len(r) <= 6 for r in responses) and all(49 not in r[:2] for r in responses)
-    assert all(r[-1] == 49 or len(r) == 6 for r in responses)  # a response ends at EOS or at the limit
-    response_ids, response_mask = grpo.pad(responses, 0, "right", "cpu")
-    with torch.no_grad():
-        log_probs = grpo.sequence_log_probs(model, queries, response_ids, response_mask, 0, 1.0, (49, 2), "cpu")
-    for i, row in enumerate(sampled):
-        np.testing.assert_allclose(log_probs[i, : len(row)].numpy(), row, atol=1e-5)
-
-
-@pytest.mark.parametrize(
-    ("overrides", "message"),
-    [
-        ({"group_size": 1}, "--group-size must be >= 2"),
-        ({"num_minibatches": 5}, r"--num-minibatches must be in \[1, num_prompts\], got 5"),
-        ({"beta": -1.0}, "--beta must be >= 0"),
-        ({"model_config": '{"model_type": "t5", "d_model": 32, "num_layers": 1, "num_heads": 2}'}, "grpo.py trains causal language models"),
-    ],
-)
-def test_bad_arguments_are_named(grpo, tmp_path, overrides, message):
-    with pytest.raises(ValueError, match=message):
-        run(grpo, tmp_path, **overrides)
 
 
 @pytest.mark.slow

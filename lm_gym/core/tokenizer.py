@@ -10,7 +10,7 @@ beside their checkpoints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,15 @@ UNK_TOKEN = "<unk>"
 #: The most characters a BPE tokenizer trains on (about 6 s on 2 cores): of a bigger corpus, an
 #: evenly spaced subset of its texts. CNN/DailyMail's 1.3 GB took minutes; 4,096 merges need far less.
 MAX_TRAINING_CHARS = 30_000_000
+
+
+def truncate_prompt(ids: Sequence[int], max_length: int, side: str = "left") -> list[int]:
+    """A prompt's tokens cut to ``max_length``, the rule of every token-level env and baseline:
+    ``side="left"`` drops the first tokens (keeps the end of a dialogue), ``"right"`` the last
+    (CNN/DailyMail keeps the article's start)."""
+    if len(ids) <= max_length:
+        return list(ids)
+    return list(ids[-max_length:]) if side == "left" else list(ids[:max_length])
 
 
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:

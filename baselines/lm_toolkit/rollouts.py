@@ -1,0 +1,151 @@
+"""Episodes through lm-gym's native vector envs, and the evaluation every baseline reports.
+
+Every turn of a round is one batched sampling pass for all active sub-envs and one env step
+(one batched reward call). Sub-envs that finished wait, with an ignored empty action, until
+the whole round is over (``NextStep`` autoreset).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from lm_gym.core.vector import episode_info
+from lm_gym.results import episode_samples, summarize_episodes
+
+from lm_toolkit.sampling import LogitsHook, Samples, TokenScores, response_log_probs, sample
+from lm_toolkit.tasks import Lengths
+from lm_toolkit.tokens import encode_prompts
+
+MAX_TURNS = 256  # an episode still running after this many turns is a task bug
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+@dataclass
+class TextPolicy:
+    """A language model acting in a text env: observations encoded by the task's prompt rule,
+    utterances sampled with the KV cache (:func:`lm_toolkit.sampling.sample`)."""
+
+    model: Any
+    tokenizer: Any
+    lengths: Lengths
+    temperature: float = 1.0
+    value_head: Any = None
+    hook: LogitsHook | None = None
+
+    def queries(self, observations: Sequence[str]) -> list[list[int]]:
+        return encode_prompts(self.tokenizer, observations, self.lengths)
+
+    def sample(self, queries: Sequence[Sequence[int]], greedy: bool = False) -> Samples:
+        return sample(
+            self.model, queries, self.lengths, eos_id=self.tokenizer.eos_token_id, pad_id=self.tokenizer.pad_token_id,
+            greedy=greedy, temperature=self.temperature, value_head=self.value_head, hook=self.hook,
+        )
+
+    def score(self, queries, responses: torch.Tensor, response_mask: torch.Tensor, *, model=None, value_head=None, keep=None, entropy=None) -> TokenScores:
+        """Per-token log-probs of finished responses under this policy's sampling distribution, by ``model``
+        (default: the policy; e.g. the frozen reference), with ``value_head``'s values, restricted to ``keep``."""
+        return response_log_probs(
+            self.model if model is None else model, queries, responses, response_mask, pad_id=self.tokenizer.pad_token_id,
+            eos_id=self.tokenizer.eos_token_id, temperature=self.temperature, min_new_tokens=self.lengths.min_new_tokens,
+            value_head=value_head, keep=keep, entropy=entropy,
+        )
+
+
+@dataclass
+class Turn:
+    """One utterance of one sub-env: its query and response tokens, what sampling kept, its reward."""
+
+    env: int
+    query: list[int]
+    response: list[int]
+    log_probs: list[float]
+    values: list[float] | None
+    hook_row: Any
+    reward: float
+    done: bool
+
+
+@dataclass
+class Round:
+    """One episode per sub-env: per env its return, metrics and final info; every turn in order."""
+
+    returns: np.ndarray
+    metrics: list[dict[str, float]]
+    finals: list[dict[str, Any]]
+    turns: list[Turn] = field(default_factory=list)
+
+    def mean_metrics(self) -> dict[str, float]:
+        """``mean_<key>`` of the episodes' numeric ``info["metrics"]`` (training curves)."""
+        keys = {key for episode in self.metrics for key in episode}
+        return {f"mean_{key}": float(np.mean([m[key] for m in self.metrics if key in m])) for key in sorted(keys)}
+
+
+def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool = False) -> Round:
+    """Every sub-env plays one episode from ``venv.reset(seed=seed)`` (a list: one seed per sub-env)."""
+    observations, _ = venv.reset(seed=seed if isinstance(seed, int) else list(seed))
+    active = np.ones(venv.num_envs, dtype=bool)
+    totals = np.zeros(venv.num_envs)
+    metrics: list[dict[str, float]] = [{} for _ in range(venv.num_envs)]
+    finals: list[dict[str, Any]] = [{} for _ in range(venv.num_envs)]
+    turns: list[Turn] = []
+    max_chars = venv.single_action_space.max_length
+    for _ in range(MAX_TURNS):
+        indices = np.flatnonzero(active)
+        queries = policy.queries([observations[i] for i in indices])
+        samples = policy.sample(queries, greedy)
+        texts = policy.tokenizer.batch_decode(samples.responses, skip_special_tokens=True)
+        actions = [""] * venv.num_envs  # finished sub-envs: NextStep autoreset ignores their action
+        for i, text in zip(indices, texts, strict=True):
+            actions[i] = text[:max_chars]
+        observations, rewards, terminations, truncations, infos = venv.step(tuple(actions))
+        dones = terminations | truncations
+        for k, i in enumerate(indices):
+            turns.append(Turn(
+                int(i), queries[k], samples.responses[k], samples.log_probs[k], samples.values[k] if samples.values else None,
+                samples.hook_rows[k] if samples.hook_rows else None, float(rewards[i]), bool(dones[i]),
+            ))
+        totals[indices] += rewards[indices]
+        for i in indices[dones[indices]]:
+            active[i] = False
+            finals[i] = {**episode_info(infos, i), "observation": observations[i]}
+            if isinstance(infos.get("metrics"), dict):
+                metrics[i] = {k: float(v) for k, v in episode_info(infos["metrics"], i).items() if is_number(v)}
+        if not active.any():
+            return Round(totals, metrics, finals, turns)
+    raise RuntimeError(f"episodes still running after {MAX_TURNS} turns")
+
+
+def evaluate(venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: bool, perplexity_model: str | None = None):
+    """``num_episodes`` validation episodes (episode j reset with seed ``seed + j``), sampled with
+    torch seeded by ``seed`` in a forked RNG (training's random streams stay untouched), so every
+    evaluation of every run plays the same episodes with the same random numbers.
+
+    Returns the evaluation (``lm_gym.results.summarize_episodes``: returns, per-episode metrics
+    and the task's corpus metrics) and a few sample episodes; ``(None, [])`` without episodes.
+    """
+    if num_episodes == 0:
+        return None, []
+    was_training = policy.model.training
+    policy.model.eval()
+    returns, metrics, finals = [], [], []
+    device = policy.model.device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        for first in range(0, num_episodes, venv.num_envs):
+            played = play_round(venv, policy, seed + first, greedy)
+            counted = min(venv.num_envs, num_episodes - first)  # sub-envs beyond this play seeds that are not needed
+            returns.extend(played.returns[:counted].tolist())
+            metrics.extend(played.metrics[:counted])
+            finals.extend(played.finals[:counted])
+    policy.model.train(was_training)
+    corpus = venv.envs[0].corpus_metrics(finals, language_model=perplexity_model)
+    return summarize_episodes(returns, metrics, corpus), episode_samples(finals, returns)

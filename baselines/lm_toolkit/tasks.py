@@ -1,0 +1,75 @@
+"""What a baseline reads about its task: env kwargs per split, token lengths, vector envs, offline data.
+
+Everything here reads the task's registered class (``lm_gym.core.registration.task_class``);
+nothing builds an env (and its data, its reward model) to look at a signature.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+import lm_gym  # noqa: F401  (registers the envs)
+from lm_gym.core.registration import task_class
+
+
+def split_kwargs(env_id: str, env_kwargs: dict[str, Any], split: str) -> dict[str, Any]:
+    """``env_kwargs`` plus ``split`` when the task takes one (tasks without splits are played as they are)."""
+    takes_split = "split" in inspect.signature(task_class(env_id).__init__).parameters
+    return {**env_kwargs, "split": split} if takes_split else dict(env_kwargs)
+
+
+def make_vector_env(env_id: str, env_kwargs: dict[str, Any], split: str, num_envs: int) -> gymnasium.vector.VectorEnv:
+    """The task's native batched vector env on ``split``: one batched reward call per step."""
+    kwargs = split_kwargs(env_id, env_kwargs, split)
+    return gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """The token-level protocol of a run: how prompts are cut and how long utterances may be."""
+
+    max_prompt_length: int
+    max_new_tokens: int
+    min_new_tokens: int = 0
+    truncation_side: str = "left"
+
+
+def task_lengths(
+    env_id: str, max_prompt_length: int | None = None, max_new_tokens: int | None = None, min_new_tokens: int | None = None
+) -> Lengths:
+    """The task's ``token_level_defaults`` and ``generation_defaults`` (IMDB: EOS impossible before 48
+    tokens, as RL4LMs generates), overridden by the flags that are set."""
+    cls = task_class(env_id)
+    max_new = max_new_tokens or cls.token_level_defaults["max_new_tokens"]
+    if min_new_tokens is None:
+        min_new_tokens = min(cls.generation_defaults.get("min_new_tokens", 0), max_new)
+    elif not 0 <= min_new_tokens <= max_new:
+        raise ValueError(f"--min-new-tokens must be in [0, {max_new}] (the task's max_new_tokens), got {min_new_tokens}")
+    return Lengths(
+        max_prompt_length=max_prompt_length or cls.token_level_defaults["max_prompt_length"],
+        max_new_tokens=max_new,
+        min_new_tokens=min_new_tokens,
+        truncation_side=cls.token_level_defaults.get("prompt_truncation_side", "left"),
+    )
+
+
+def load_offline_dataset(path: str, env_id: str, top_fraction: float = 1.0):
+    """Trajectories in ``lm_gym.offline``'s format, checked to be ``env_id``'s; with ``top_fraction`` < 1
+    only the trajectories with the highest returns (ties kept in dataset order: the ILQL paper's %BC)."""
+    from lm_gym.offline import load_trajectories
+
+    trajectories = load_trajectories(path)
+    other = sorted(set(trajectories.unique("env_id")) - {env_id})
+    if other:
+        raise ValueError(f"--dataset {path!r} holds trajectories of {other}, not of --env-id {env_id!r}")
+    if top_fraction < 1:
+        keep = max(1, math.ceil(top_fraction * len(trajectories)))
+        best = np.argsort(-np.asarray(trajectories["return"]), kind="stable")[:keep]
+        trajectories = trajectories.select(np.sort(best))
+    return trajectories
