@@ -225,28 +225,26 @@ def write_report(out_dir: str | Path, report: dict[str, Any], markdown: str) -> 
         os.replace(tmp, out_dir / name)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmark report",
-        description="Mean and bootstrap confidence interval over seeds of every result.json under RUNS_DIR.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``report`` command's arguments (``python -m benchmark``'s parser)."""
     parser.add_argument("runs_dir", metavar="RUNS_DIR", help="folder searched recursively for result.json files")
     parser.add_argument("--out", help="folder for report.md and report.json (default: RUNS_DIR)")
     parser.add_argument("--metrics", nargs="+", metavar="NAME", help="final metrics shown after mean_return (default: the episode metrics, mean_<name>; corpus_<name> metrics by name; the JSON holds all)")
-    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default: 2000)")
-    parser.add_argument("--confidence", type=float, default=0.95, help="coverage of the intervals (default: 0.95)")
+    parser.add_argument("--reps", type=stats.parse_reps, default=2000, help="bootstrap resamples (default: 2000)")
+    parser.add_argument("--confidence", type=stats.parse_confidence, default=0.95,
+                        help="coverage of the intervals (default: 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
-    return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m benchmark report ARGV...`` (``argv`` default: the command line's arguments); the exit status."""
+    from benchmark.__main__ import main as benchmark_main
+
+    return benchmark_main(["report", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run(args: argparse.Namespace) -> int:
     """The ``report`` command; returns the exit status."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.reps < 1:
-        parser.error("--reps must be at least 1")
-    if not 0 < args.confidence < 1:
-        parser.error("--confidence must be between 0 and 1")
     runs_dir = Path(args.runs_dir)
     if not runs_dir.is_dir():
         print(f"error: the runs folder {runs_dir} does not exist", file=sys.stderr)
@@ -282,4 +280,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

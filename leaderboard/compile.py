@@ -42,14 +42,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from leaderboard import plots, scoring
+from leaderboard import scoring
 from leaderboard.boards import boards, task_metrics
 from leaderboard.entry import MIN_RUNS, EntryError, load_entry
 from leaderboard.numbers import significant
 from leaderboard.submit import SubmitError, build_entry
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, load_result
-from lm_gym.stats import escape_markdown, format_estimate, markdown_table
+from lm_gym.stats import escape_markdown, format_estimate, markdown_table, parse_reps
 
 PAGE_TEMPLATE = Path(__file__).with_name("page.html")
 SAME_ENTRY = "same entry"  # the improvement matrix's diagonal
@@ -165,6 +165,8 @@ def _improvement(entries: list[dict[str, Any]], items: list[dict[str, Any]], poi
 
 def _plots(entries: list[dict[str, Any]], data: dict[str, Any], out_dir: Path, tasks: list[str]) -> dict[str, Any]:
     """The figures, under file names made here (never from entry text)."""
+    from leaderboard import plots  # matplotlib takes a while to import: only the command that draws loads it
+
     folder = out_dir / "plots"
     folder.mkdir(exist_ok=True)
     curves = {}
@@ -216,19 +218,29 @@ def _improvement_markdown(data: dict[str, Any]) -> list[str]:
     return ["", "## Probability of improvement (row over column, task scores)", "", *table]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m leaderboard compile", description=__doc__.splitlines()[0])
-    parser.add_argument("inputs", nargs="+", help="entry files, folders of entries (leaderboard/entries), run folders (runs/smoke)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``compile`` command's arguments (``python -m leaderboard``'s parser)."""
+    parser.add_argument("inputs", nargs="+", metavar="ENTRIES_OR_RUNS",
+                        help="entry files, folders of entries (leaderboard/entries), run folders (runs/smoke)")
     parser.add_argument("--out", required=True, help="output folder: board.json, board.md, plots/, index.html")
     parser.add_argument("--board", help="the board to compile (default: every board of the inputs, each into OUT/<board>/ when there are several)")
-    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples of the scores and metrics (default 2000)")
-    parser.add_argument("--poi-reps", type=int, default=200, help="bootstrap resamples of each probability of improvement, "
-                        "about 1 s per 100 per pair of entries (default 200; 2000 for a published board)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    args = parser.parse_args(argv)
-    for name, value in (("--reps", args.reps), ("--poi-reps", args.poi_reps)):
-        if value < 1:
-            parser.error(f"{name} must be at least 1, got {value}")
+    parser.add_argument("--reps", type=parse_reps, default=2000,
+                        help="bootstrap resamples of the scores and metrics (default: 2000)")
+    parser.add_argument("--poi-reps", type=parse_reps, default=200,
+                        help="bootstrap resamples of each probability of improvement, about 1 s per 100 per pair of "
+                        "entries (default: 200; 2000 for a published board)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m leaderboard compile ARGV...`` (``argv`` default: the command line's arguments); the exit status."""
+    from leaderboard.__main__ import main as leaderboard_main
+
+    return leaderboard_main(["compile", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``compile`` command; returns the exit status."""
     out = Path(args.out)
     try:
         entries = collect_entries(args.inputs)

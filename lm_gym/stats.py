@@ -13,7 +13,9 @@ same number for the same scores:
   :func:`probability_of_improvement` (on a pair of score matrices); :func:`iqm` is the
   interquartile mean alone;
 * :func:`markdown_table`, :func:`escape_markdown` and :func:`format_estimate`: the Markdown of
-  ``report.md`` and ``board.md``.
+  ``report.md`` and ``board.md``;
+* :func:`parse_reps` and :func:`parse_confidence`: the bootstrap's settings on a command line
+  (argparse types: a bad value is a usage error, exit status 2).
 
 Scores are ``(num_runs, num_tasks)`` matrices (a row per run, i.e. seed; a column per task or
 metric): the bootstrap resamples the runs within each column.
@@ -30,6 +32,7 @@ import: the functions that need it import it when called.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -159,3 +162,28 @@ def format_estimate(value: float, ci: Sequence[float] | None, number: Callable[[
         return number(value)
     low, high = ci
     return f"{number(value)} [{number(low)}, {number(high)}]"
+
+
+# ---- command lines ----------------------------------------------------------------------------
+
+
+def parse_reps(text: str) -> int:
+    """A number of bootstrap resamples from a command line (an argparse ``type``): an integer, at least 1."""
+    try:
+        reps = int(text)
+    except ValueError:
+        reps = 0
+    if reps < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer, at least 1, got {text!r}")
+    return reps
+
+
+def parse_confidence(text: str) -> float:
+    """An interval's coverage from a command line (an argparse ``type``): a number between 0 and 1, both excluded."""
+    try:
+        confidence = float(text)
+    except ValueError:
+        confidence = 0.0
+    if not 0 < confidence < 1:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, both excluded, got {text!r}")
+    return confidence
