@@ -165,7 +165,8 @@ def _improvement(entries: list[dict[str, Any]], items: list[dict[str, Any]], poi
 
 def _plots(entries: list[dict[str, Any]], data: dict[str, Any], out_dir: Path, tasks: list[str]) -> dict[str, Any]:
     """The figures, under file names made here (never from entry text)."""
-    from leaderboard import plots  # matplotlib takes a while to import: only the command that draws loads it
+    # matplotlib takes a while to import: only the command that draws loads it
+    from leaderboard import plots
 
     folder = out_dir / "plots"
     folder.mkdir(exist_ok=True)
