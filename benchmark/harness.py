@@ -35,18 +35,19 @@ from benchmark.suite import ROOT, expand_jobs, load_suite
 from lm_gym.core.errors import ConfigurationError
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m benchmark run", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``run`` command's arguments (``python -m benchmark``'s parser)."""
     parser.add_argument("--suite", required=True, help="a suite of benchmark/suites/ (smoke, offline, grue) or a path to a .toml file")
     parser.add_argument("--tasks", nargs="+", help="only these task labels of the suite (default: all)")
     parser.add_argument("--algos", nargs="+", help="only these algorithm labels (default: all); jobs they need (SFT warm starts, datasets) run too")
     parser.add_argument("--num-seeds", type=int, help="run seeds start-seed .. start-seed + num-seeds - 1 instead of the suite's seeds")
-    parser.add_argument("--start-seed", type=int, default=1, help="first seed with --num-seeds (default 1)")
-    parser.add_argument("--out", default="runs", help="runs folder; the suite's jobs go to <out>/<suite>/ (default runs)")
-    parser.add_argument("--backend", choices=["local", "ray", "slurm"], default="local", help="where jobs run (default local)")
+    parser.add_argument("--start-seed", type=int, default=1, help="first seed with --num-seeds (default: 1)")
+    parser.add_argument("--out", default="runs",
+                        help="runs folder; the suite's jobs go to <out>/<suite>/ (default: runs)")
+    parser.add_argument("--backend", choices=["local", "ray", "slurm"], default="local",
+                        help="where jobs run (default: local)")
     parser.add_argument("--gpus", help="GPU ids for local (and local Ray) jobs, e.g. 0,1; 'none': CPU only; default: CUDA_VISIBLE_DEVICES or all GPUs nvidia-smi lists")
-    parser.add_argument("--jobs-per-gpu", type=int, default=1, help="jobs sharing one GPU at a time (default 1)")
+    parser.add_argument("--jobs-per-gpu", type=int, default=1, help="jobs sharing one GPU at a time (default: 1)")
     parser.add_argument("--workers", type=int, help="CPU-only: jobs at once (default: cores / the suite's threads_per_job); each gets cores / workers threads")
     parser.add_argument("--retries", type=int, help="attempts after a failed one before a job counts as failed (default: the suite's, else 1)")
     parser.add_argument("--timeout-minutes", type=float, help="kill an attempt after this long (default: the suite's, else none)")
@@ -60,23 +61,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpus-per-job", type=float, help="Ray/Slurm: GPUs each job requests (Ray default: 1/jobs-per-gpu if there are GPUs, else 0; Slurm default 0)")
     parser.add_argument("--slurm-partition", help="Slurm partition")
     parser.add_argument("--slurm-param", action="append", default=[], metavar="KEY=VALUE", help="extra #SBATCH parameter (repeatable), e.g. account=myproj or qos=high")
-    parser.add_argument("--slurm-array-parallelism", type=int, default=64, help="Slurm: array tasks running at once (default 64)")
+    parser.add_argument("--slurm-array-parallelism", type=int, default=64,
+                        help="Slurm: array tasks running at once (default: 64)")
     parser.add_argument("--submitit-cluster", choices=["slurm", "local", "debug"], default="slurm",
                         help="submitit executor for --backend slurm: slurm (default), or local/debug to try a suite on this machine")
-    return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """The ``run`` command; returns the exit status."""
     console = Console(highlight=False)
     try:
-        return _run(args, console)
+        return _run_suite(args, console)
     except ConfigurationError as error:  # SuiteError included: a message, not a traceback
         console.print(f"[red]error:[/] {error}")
         return 2
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
+def _run_suite(args: argparse.Namespace, console: Console) -> int:
     suite = load_suite(args.suite)
     if args.num_seeds is not None and args.num_seeds < 1:
         raise ConfigurationError(f"--num-seeds must be >= 1, got {args.num_seeds}")

@@ -20,9 +20,10 @@ a seed twice would shrink the interval silently.
 ``get_interval_estimates`` with ``aggregate_mean`` on the scores shaped ``(num_seeds, 1)``
 (percentile method, ``--reps`` resamples, ``--confidence`` coverage; numpy's global RNG,
 which rliable draws from, seeded with ``--seed`` for each metric so that the report is
-reproducible). The metrics are those of ``final_eval`` (``mean_return`` first;
-``num_episodes`` is not a score), the same ones of ``initial_eval`` prefixed ``initial/``, and
-``wall_time_s``, ``tokens_per_s``, ``episodes_per_s``, ``peak_memory_mb``. A metric some seeds lack (e.g. a run
+reproducible; :func:`lm_gym.stats.interval_estimates`, which the leaderboard's intervals use
+too). The metrics are those of ``final_eval`` (``mean_return`` first; ``num_episodes`` is not a
+score), the same ones of ``initial_eval`` prefixed ``initial/``, and ``wall_time_s``,
+``tokens_per_s``, ``episodes_per_s``, ``peak_memory_mb``. A metric some seeds lack (e.g. a run
 without evaluation) is computed over the seeds that have it, and says how many. With one seed
 there is nothing to resample: the interval is the point itself.
 
@@ -54,11 +55,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from lm_gym import stats
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
-
-# rliable (with arch, pandas and scipy) takes seconds to import: the functions that summarise
-# import it, so that loading this module (e.g. by the harness's command dispatcher) stays quick.
 
 PERFORMANCE_FIELDS = ("wall_time_s", "tokens_per_s", "episodes_per_s", "peak_memory_mb")
 INITIAL_PREFIX = "initial/"
@@ -105,42 +104,14 @@ def metric_values(result: dict[str, Any]) -> dict[str, float]:
     return values
 
 
-def bootstrap_interval(values: Sequence[float], confidence: float, reps: int, seed: int) -> tuple[float, float]:
-    """rliable's percentile bootstrap CI of the mean over seeds (the point itself for one seed).
-
-    rliable 1.2 resamples with numpy's global RNG (``np.random.choice``; its ``random_state``
-    argument only reaches arch, which does not draw the indices), so the global RNG is seeded
-    here for each call and restored after: each interval depends only on its own values and
-    ``seed``, and the caller's random numbers are left as they were.
-    """
-    if len(values) == 1:
-        return values[0], values[0]
-    from rliable import library, metrics
-
-    scores = np.asarray(values, dtype=float).reshape(-1, 1)
-    global_state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        _, intervals = library.get_interval_estimates(
-            {"scores": scores},
-            lambda runs: np.array([metrics.aggregate_mean(runs)]),
-            reps=reps,
-            confidence_interval_size=confidence,
-        )
-    finally:
-        np.random.set_state(global_state)
-    low, high = intervals["scores"][:, 0]
-    return float(low), float(high)
-
-
 def summarize_metric(values: Sequence[float], confidence: float, reps: int, seed: int) -> dict[str, Any]:
-    """Mean, IQM, CI and number of seeds of one metric's per-seed values."""
-    from rliable import metrics
-
+    """Mean, IQM, CI and number of seeds of one metric's per-seed values (one seed: the CI is the point)."""
+    scores = stats.column(values)
+    (estimate,) = stats.interval_estimates(scores, stats.mean_estimate, reps=reps, confidence=confidence, seed=seed)
     return {
         "mean": float(np.mean(values)),
-        "iqm": float(metrics.aggregate_iqm(np.asarray(values, dtype=float).reshape(-1, 1))),
-        "ci": list(bootstrap_interval(values, confidence, reps, seed)),
+        "iqm": stats.iqm(scores),
+        "ci": estimate["ci"] or [estimate["value"]] * 2,
         "num_seeds": len(values),
     }
 
@@ -218,11 +189,11 @@ def to_markdown(report: dict[str, Any], metrics: Sequence[str] | None = None) ->
             and (name in metrics if metrics is not None else name.startswith("mean_"))
         ]
         columns = ["mean_return", *others, INITIAL_PREFIX + "mean_return", "wall_time_s"]
-        lines += ["", f"## {env_id}", "", "| algorithm | seeds | " + " | ".join(columns) + " |"]
-        lines.append("|---" * (len(columns) + 2) + "|")
+        rows = []
         for algorithm, group in algorithms.items():
-            cells = [_cell(group["metrics"].get(name), len(group["seeds"])) for name in columns]
-            lines.append(f"| {algorithm} | {len(group['seeds'])} | " + " | ".join(cells) + " |")
+            seeds = len(group["seeds"])
+            rows.append([algorithm, str(seeds), *(_cell(group["metrics"].get(name), seeds) for name in columns)])
+        lines += ["", f"## {env_id}", "", *stats.markdown_table(["algorithm", "seeds", *columns], rows)]
     return "\n".join(lines) + "\n"
 
 
@@ -233,8 +204,7 @@ def _cell(summary: dict[str, Any] | None, group_seeds: int) -> str:
     if summary["num_seeds"] == 1:  # no interval to show; the seeds column says why
         text = _number(summary["mean"]) + (" (1 seed)" if group_seeds > 1 else "")
     else:
-        low, high = summary["ci"]
-        text = f"{_number(summary['mean'])} [{_number(low)}, {_number(high)}]"
+        text = stats.format_estimate(summary["mean"], summary["ci"], _number)
         if summary["num_seeds"] < group_seeds:
             text += f" ({summary['num_seeds']} of {group_seeds} seeds)"
     return text
@@ -255,28 +225,26 @@ def write_report(out_dir: str | Path, report: dict[str, Any], markdown: str) -> 
         os.replace(tmp, out_dir / name)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmark report",
-        description="Mean and bootstrap confidence interval over seeds of every result.json under RUNS_DIR.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``report`` command's arguments (``python -m benchmark``'s parser)."""
     parser.add_argument("runs_dir", metavar="RUNS_DIR", help="folder searched recursively for result.json files")
     parser.add_argument("--out", help="folder for report.md and report.json (default: RUNS_DIR)")
     parser.add_argument("--metrics", nargs="+", metavar="NAME", help="final metrics shown after mean_return (default: the episode metrics, mean_<name>; corpus_<name> metrics by name; the JSON holds all)")
-    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default: 2000)")
-    parser.add_argument("--confidence", type=float, default=0.95, help="coverage of the intervals (default: 0.95)")
+    parser.add_argument("--reps", type=stats.parse_reps, default=2000, help="bootstrap resamples (default: 2000)")
+    parser.add_argument("--confidence", type=stats.parse_confidence, default=0.95,
+                        help="coverage of the intervals (default: 0.95)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
-    return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m benchmark report ARGV...`` (``argv`` default: the command line's arguments); the exit status."""
+    from benchmark.__main__ import main as benchmark_main
+
+    return benchmark_main(["report", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run(args: argparse.Namespace) -> int:
     """The ``report`` command; returns the exit status."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.reps < 1:
-        parser.error("--reps must be at least 1")
-    if not 0 < args.confidence < 1:
-        parser.error("--confidence must be between 0 and 1")
     runs_dir = Path(args.runs_dir)
     if not runs_dir.is_dir():
         print(f"error: the runs folder {runs_dir} does not exist", file=sys.stderr)
@@ -312,4 +280,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

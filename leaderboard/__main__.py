@@ -1,33 +1,55 @@
-"""``python -m leaderboard {submit,validate,compile} ...`` (see ``leaderboard/README.md``)."""
+"""``python -m leaderboard {submit,validate,compile} ...`` (see ``leaderboard/README.md``).
+
+Each command's arguments and behaviour live in its module (``add_*arguments`` and ``run*``);
+this parser routes to them, as ``python -m benchmark``'s does. Exit status 2 on a usage error.
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
-
-USAGE = """usage: python -m leaderboard {submit,validate,compile} ...
-
-  submit    build an entry from run folders (python -m leaderboard submit --help)
-  validate  check entries, optionally accept them into the entries folder
-  compile   tables, plots and the web page from entries and run folders
-"""
+from collections.abc import Sequence
 
 
-def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0 if argv else 2
-    command, rest = argv[0], argv[1:]
-    if command == "submit":
-        from leaderboard.submit import main_submit as run
-    elif command == "validate":
-        from leaderboard.entry import main_validate as run
-    elif command == "compile":
-        from leaderboard.compile import main as run
-    else:
-        print(f"unknown command {command!r}\n{USAGE}", file=sys.stderr)
-        return 2
-    return run(rest)
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m leaderboard``'s parser: a subparser per command, its ``func`` the command's runner."""
+    from leaderboard import compile as board_compile
+    from leaderboard import entry, submit
+
+    parser = argparse.ArgumentParser(
+        prog="python -m leaderboard",
+        description="The lm-gym leaderboard: entries and the board (python -m leaderboard COMMAND --help: a command's arguments).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
+
+    build = commands.add_parser(
+        "submit", help="build an entry from run folders",
+        description="Build a leaderboard entry (JSON) from the result.json files of run folders.",
+    )
+    submit.add_submit_arguments(build)
+    build.set_defaults(func=submit.run_submit)
+
+    check = commands.add_parser(
+        "validate", help="check entries, optionally accept them into the entries folder",
+        description="Check leaderboard entry files; print 'path: valid' or 'path: reason' for each.",
+    )
+    entry.add_validate_arguments(check)
+    check.set_defaults(func=entry.run_validate)
+
+    board = commands.add_parser(
+        "compile", help="tables, plots and the web page from entries and run folders",
+        description="The board (board.json, board.md, plots/, index.html) from entries and run folders.",
+    )
+    board_compile.add_arguments(board)
+    board.set_defaults(func=board_compile.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default: the command line) and run its command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    return args.func(args)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -42,13 +42,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from leaderboard import plots, scoring
+from leaderboard import scoring
 from leaderboard.boards import boards, task_metrics
 from leaderboard.entry import MIN_RUNS, EntryError, load_entry
 from leaderboard.numbers import significant
 from leaderboard.submit import SubmitError, build_entry
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, load_result
+from lm_gym.stats import escape_markdown, format_estimate, markdown_table, parse_reps
 
 PAGE_TEMPLATE = Path(__file__).with_name("page.html")
 SAME_ENTRY = "same entry"  # the improvement matrix's diagonal
@@ -164,6 +165,9 @@ def _improvement(entries: list[dict[str, Any]], items: list[dict[str, Any]], poi
 
 def _plots(entries: list[dict[str, Any]], data: dict[str, Any], out_dir: Path, tasks: list[str]) -> dict[str, Any]:
     """The figures, under file names made here (never from entry text)."""
+    # matplotlib takes a while to import: only the command that draws loads it
+    from leaderboard import plots
+
     folder = out_dir / "plots"
     folder.mkdir(exist_ok=True)
     curves = {}
@@ -182,22 +186,25 @@ def _plots(entries: list[dict[str, Any]], data: dict[str, Any], out_dir: Path, t
 
 def to_markdown(data: dict[str, Any]) -> str:
     """The overall table, then a table per task (scores and raw metrics, value [95% CI] or value (n=1))."""
-    lines = [f"# lm-gym leaderboard: {data['board']['name']}", "", _escape_markdown(data["board"]["description"]), "", data["statistics"], ""]
-    lines += ["| entry | method | model | seeds | task score (IQM) | task score (mean) | naturalness (IQM) |", "|---|---|---|---|---|---|---|"]
-    for item in data["entries"]:
-        overall = item["overall"]
-        cells = [_cell(overall[key]) for key in ("task_iqm", "task_mean", "naturalness_iqm")]
-        lines.append(f"| {_escape_markdown(item['name'])} | {_escape_markdown(item['method'])} | {_escape_markdown(item['model'])} | {len(item['seeds'])} | " + " | ".join(cells) + " |")
+    lines = [f"# lm-gym leaderboard: {data['board']['name']}", "", escape_markdown(data["board"]["description"]), ""]
+    lines += [data["statistics"], ""]
+    header = ["entry", "method", "model", "seeds", "task score (IQM)", "task score (mean)", "naturalness (IQM)"]
+    rows = [
+        [item["name"], item["method"], item["model"], str(len(item["seeds"])),
+         *(_cell(item["overall"][key]) for key in ("task_iqm", "task_mean", "naturalness_iqm"))]
+        for item in data["entries"]
+    ]
+    lines += markdown_table(header, rows)
     lines += _improvement_markdown(data)
     for env_id in data["tasks"]:
         metrics = data["metrics"][env_id]
-        lines += ["", f"## {env_id}", "", "| entry | runs | task score | naturalness | " + " | ".join(metrics) + " |", "|---" * (len(metrics) + 4) + "|"]
-        for item in data["entries"]:
-            task = item["tasks"].get(env_id)
-            if task is None:
-                continue
-            cells = [_cell(task["task_score"]), _cell(task["naturalness_score"])] + [_cell(task["metrics"][name]) for name in metrics]
-            lines.append(f"| {_escape_markdown(item['name'])} | {task['num_runs']} | " + " | ".join(cells) + " |")
+        rows = [
+            [item["name"], str(task["num_runs"]), _cell(task["task_score"]), _cell(task["naturalness_score"]),
+             *(_cell(task["metrics"][name]) for name in metrics)]
+            for item in data["entries"] if (task := item["tasks"].get(env_id)) is not None
+        ]
+        header = ["entry", "runs", "task score", "naturalness", *metrics]
+        lines += ["", f"## {env_id}", "", *markdown_table(header, rows)]
     return "\n".join(lines) + "\n"
 
 
@@ -205,27 +212,36 @@ def _improvement_markdown(data: dict[str, Any]) -> list[str]:
     ids = data["improvement"]["entries"]
     if len(ids) < 2:
         return []
-    names = {item["id"]: _escape_markdown(item["name"]) for item in data["entries"]}
-    lines = ["", "## Probability of improvement (row over column, task scores)", "", "| | " + " | ".join(names[i] for i in ids) + " |", "|---" * (len(ids) + 1) + "|"]
-    for row in ids:
-        cells = [SAME_ENTRY if row == column else _cell(data["improvement"]["matrix"][row][column]) for column in ids]
-        lines.append(f"| {names[row]} | " + " | ".join(cells) + " |")
-    return lines
+    names = {item["id"]: item["name"] for item in data["entries"]}
+    matrix = data["improvement"]["matrix"]
+    rows = [[names[row], *(SAME_ENTRY if row == col else _cell(matrix[row][col]) for col in ids)] for row in ids]
+    table = markdown_table(["", *(names[i] for i in ids)], rows)
+    return ["", "## Probability of improvement (row over column, task scores)", "", *table]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``compile`` command's arguments (``python -m leaderboard``'s parser)."""
+    parser.add_argument("inputs", nargs="+", metavar="ENTRIES_OR_RUNS",
+                        help="entry files, folders of entries (leaderboard/entries), run folders (runs/smoke)")
+    parser.add_argument("--out", required=True, help="output folder: board.json, board.md, plots/, index.html")
+    parser.add_argument("--board", help="the board to compile (default: every board of the inputs, each into OUT/<board>/ when there are several)")
+    parser.add_argument("--reps", type=parse_reps, default=2000,
+                        help="bootstrap resamples of the scores and metrics (default: 2000)")
+    parser.add_argument("--poi-reps", type=parse_reps, default=200,
+                        help="bootstrap resamples of each probability of improvement, about 1 s per 100 per pair of "
+                        "entries (default: 200; 2000 for a published board)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m leaderboard compile", description=__doc__.splitlines()[0])
-    parser.add_argument("inputs", nargs="+", help="entry files, folders of entries (leaderboard/entries), run folders (runs/smoke)")
-    parser.add_argument("--out", required=True, help="output folder: board.json, board.md, plots/, index.html")
-    parser.add_argument("--board", help="the board to compile (default: every board of the inputs, each into OUT/<board>/ when there are several)")
-    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples of the scores and metrics (default 2000)")
-    parser.add_argument("--poi-reps", type=int, default=200, help="bootstrap resamples of each probability of improvement, "
-                        "about 1 s per 100 per pair of entries (default 200; 2000 for a published board)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    args = parser.parse_args(argv)
-    for name, value in (("--reps", args.reps), ("--poi-reps", args.poi_reps)):
-        if value < 1:
-            parser.error(f"{name} must be at least 1, got {value}")
+    """``python -m leaderboard compile ARGV...`` (``argv`` default: the command line's arguments); the exit status."""
+    from leaderboard.__main__ import main as leaderboard_main
+
+    return leaderboard_main(["compile", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``compile`` command; returns the exit status."""
     out = Path(args.out)
     try:
         entries = collect_entries(args.inputs)
@@ -279,15 +295,8 @@ def _cell(number: dict[str, Any]) -> str:
     """A number as 3 significant digits with its interval, or marked n=1 without one; else its reason."""
     if "reason" in number:
         return number["reason"]
-    if number["ci"] is None:
-        return f"{significant(number['value'])} (n={number['n']})"
-    low, high = number["ci"]
-    return f"{significant(number['value'])} [{significant(low)}, {significant(high)}]"
-
-
-def _escape_markdown(text: str) -> str:
-    """Entry text in a Markdown table: no cell breaks, no HTML."""
-    return re.sub(r"[|<>&\n\r]", lambda match: {"|": "\\|", "<": "&lt;", ">": "&gt;", "&": "&amp;"}.get(match.group(), " "), text)
+    text = format_estimate(number["value"], number["ci"], significant)
+    return text if number["ci"] is not None else f"{text} (n={number['n']})"
 
 
 def _script_json(data: dict[str, Any]) -> str:

@@ -46,6 +46,7 @@ import math
 import os
 import re
 import stat
+import sys
 import tempfile
 import unicodedata
 from collections import Counter
@@ -275,15 +276,21 @@ def accept_entry(path: str | Path, entries_dir: str | Path) -> Path:
     return write_entry(entry, entries_dir / entry_file_name(entry))
 
 
-def main_validate(argv: Sequence[str] | None = None) -> int:
-    """``python -m leaderboard validate``: ``argv`` is what follows ``validate``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m leaderboard validate",
-        description="Check leaderboard entry files; print 'path: valid' or 'path: reason' for each.",
-    )
+def add_validate_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``validate`` command's arguments (``python -m leaderboard``'s parser)."""
     parser.add_argument("entries", nargs="+", metavar="ENTRY.json", help="entry files to check")
     parser.add_argument("--accept-into", type=Path, metavar="DIR", help="store a canonical copy of each valid entry in DIR")
-    args = parser.parse_args(argv)
+
+
+def main_validate(argv: Sequence[str] | None = None) -> int:
+    """``python -m leaderboard validate ARGV...`` (``argv`` default: the command line's arguments); the exit status."""
+    from leaderboard.__main__ import main as leaderboard_main
+
+    return leaderboard_main(["validate", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """The ``validate`` command; returns the exit status."""
     all_valid = True
     for path in args.entries:
         try:

@@ -94,6 +94,7 @@ from lm_gym.core.registration import task_class
 from lm_gym.core.text_env import SingleTurnTextEnv
 from lm_gym.core.vector import episode_info
 from lm_gym.results import git_commit, library_versions, summarize_episodes
+from lm_gym.stats import markdown_table
 
 #: Episode ``j`` of every policy is reset with seed ``SEED + j``; the random tokens draw from it too.
 SEED = 0
@@ -341,11 +342,11 @@ def write_board(block: dict[str, Any], board: str, path: str | Path = REFERENCE_
 
 def format_table(block: dict[str, Any]) -> str:
     """The points as a Markdown table (task, metric, low, high)."""
-    lines = ["| task | metric | low | high |", "|---|---|---|---|"]
-    for env_id, metrics in block["tasks"].items():
-        for metric, point in metrics.items():
-            lines.append(f"| {env_id} | {metric} | {point['low']:.4g} | {point['high']:.4g} |")
-    return "\n".join(lines)
+    rows = [
+        [env_id, metric, f"{point['low']:.4g}", f"{point['high']:.4g}"]
+        for env_id, metrics in block["tasks"].items() for metric, point in metrics.items()
+    ]
+    return "\n".join(markdown_table(["task", "metric", "low", "high"], rows))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -30,18 +30,17 @@ folder's board asks for 1).
 seed) a bootstrap interval means nothing: the functions give rliable's point estimate with
 ``"ci": None``. From ``MIN_RUNS`` runs on, the intervals are rliable's stratified bootstrap.
 
-**Reproducibility.** rliable 1.2 resamples with numpy's global RNG (``np.random.choice``; its
-``random_state`` argument reaches only arch, which does not draw the indices). Each interval
-computation here seeds the global RNG with ``seed`` and restores the caller's state after, so
-an entry's numbers depend only on its runs, the reference points and ``seed``, and equal
-rliable's own functions called after ``np.random.seed(seed)``. Nothing is NaN.
+**Reproducibility.** The estimates and intervals are :func:`lm_gym.stats.interval_estimates`'s,
+as in the benchmark report: each seeds numpy's global RNG (which rliable 1.2 draws from) with
+``seed`` and restores the caller's state after, so an entry's numbers depend only on its runs,
+the reference points and ``seed``, and equal rliable's own functions called after
+``np.random.seed(seed)``. Nothing is NaN.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ import numpy as np
 
 from leaderboard.boards import boards, task_metrics
 from leaderboard.entry import MIN_RUNS
+from lm_gym import stats
 from lm_gym.core.errors import LMGymError
 
 KINDS = ("task", "naturalness")
@@ -160,12 +160,12 @@ def aggregate(
         columns = {env_id: task_scores(entry, env_id, kind, points=entry_points) for env_id in entry_tasks(entry, kind)}
         per_task = {}
         for env_id, column in columns.items():
-            (mean,) = _interval_estimates(column[:, None], _mean_estimate, reps, confidence, seed)
+            (mean,) = _interval_estimates(column[:, None], stats.mean_estimate, reps, confidence, seed)
             per_task[env_id] = {"mean": mean["value"], "ci": mean["ci"], "num_runs": len(column)}
         overall: list[dict[str, Any] | None] = [None, None]
         if columns and len({len(column) for column in columns.values()}) == 1:
             matrix = np.column_stack(list(columns.values()))
-            overall = _interval_estimates(matrix, _mean_and_iqm, reps, confidence, seed)
+            overall = _interval_estimates(matrix, stats.mean_and_iqm_estimates, reps, confidence, seed)
         results[name] = {"tasks": list(columns), "mean": overall[0], "iqm": overall[1], "per_task": per_task}
     return results
 
@@ -183,12 +183,10 @@ def probability_of_improvement(
     """``{"value": P(X > Y), "ci": [low, high]}``: rliable's probability that a run of ``entry_x``
     scores above one of ``entry_y`` on a task (ties count half), averaged over the tasks; both
     entries' runs resampled independently within each task."""
-    from rliable import metrics
-
     if entry_x["board"] != entry_y["board"] or entry_tasks(entry_x, kind) != entry_tasks(entry_y, kind):
         raise ScoringError("only entries with the same tasks of the same board are compared")
     pair = (score_matrix(entry_x, kind, points=points), score_matrix(entry_y, kind, points=points))
-    (improvement,) = _interval_estimates(pair, metrics.probability_of_improvement, reps, confidence, seed)
+    (improvement,) = _interval_estimates(pair, stats.probability_of_improvement, reps, confidence, seed)
     return improvement
 
 
@@ -208,51 +206,16 @@ def metric_summaries(
         names = (*task_metrics()[env_id].task, *task_metrics()[env_id].naturalness)
         runs = sorted(task["runs"], key=lambda run: run["seed"])
         values = np.array([[run["final_eval"][name] for name in names] for run in runs], dtype=float)
-        estimates = _interval_estimates(values, lambda scores: scores.mean(axis=0), reps, confidence, seed)
+        estimates = _interval_estimates(values, stats.column_means, reps, confidence, seed)
         summaries[env_id] = {
             name: {"mean": estimate["value"], "ci": estimate["ci"], "num_runs": len(runs)} for name, estimate in zip(names, estimates)
         }
     return summaries
 
 
-def _mean_estimate(scores: np.ndarray) -> np.ndarray:
-    from rliable import metrics
-
-    return np.array([metrics.aggregate_mean(scores)])
-
-
-def _mean_and_iqm(scores: np.ndarray) -> np.ndarray:
-    from rliable import metrics
-
-    return np.array([metrics.aggregate_mean(scores), metrics.aggregate_iqm(scores)])
-
-
 def _interval_estimates(scores: Any, func: Any, reps: int, confidence: float, seed: int) -> list[dict[str, Any]]:
-    """rliable's point estimates of ``func(scores)`` with their stratified bootstrap CIs
-    (``scores``: a matrix, or a tuple of matrices resampled independently), seeded with ``seed``;
-    ``"ci": None`` where a matrix has fewer than ``MIN_RUNS`` runs (rows)."""
-    from rliable import library
-
-    matrices = scores if isinstance(scores, tuple) else (scores,)
-    if min(len(matrix) for matrix in matrices) < MIN_RUNS:
-        return [{"value": float(value), "ci": None} for value in np.atleast_1d(func(*matrices))]
-    with _seeded_global_rng(seed):
-        estimates, intervals = library.get_interval_estimates(
-            {"scores": scores}, func, reps=reps, confidence_interval_size=confidence
-        )
-    values, (lows, highs) = np.atleast_1d(estimates["scores"]), intervals["scores"].reshape(2, -1)
-    return [{"value": float(v), "ci": [float(low), float(high)]} for v, low, high in zip(values, lows, highs)]
-
-
-@contextlib.contextmanager
-def _seeded_global_rng(seed: int) -> Iterator[None]:
-    """numpy's global RNG seeded with ``seed`` inside the block, the caller's state restored after."""
-    state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        yield
-    finally:
-        np.random.set_state(state)
+    """:func:`lm_gym.stats.interval_estimates`, with no interval (``"ci": None``) below ``MIN_RUNS`` runs."""
+    return stats.interval_estimates(scores, func, reps=reps, confidence=confidence, seed=seed, min_runs=MIN_RUNS)
 
 
 def _entry_points(entry: Mapping[str, Any]) -> ReferencePoints:

@@ -126,12 +126,8 @@ def build_entry(
     return entry
 
 
-def main_submit(argv: Sequence[str] | None = None) -> int:
-    """``python -m leaderboard submit``: ``argv`` is what follows ``submit``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m leaderboard submit",
-        description="Build a leaderboard entry (JSON) from the result.json files of run folders.",
-    )
+def add_submit_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``submit`` command's arguments (``python -m leaderboard``'s parser)."""
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIRS", help="folders holding result.json files, at any depth")
     parser.add_argument("--name", required=True, help="the entry's display name (1-100 printable characters)")
     parser.add_argument("--algorithm", help="the runs' algorithm (needed when the folders hold several)")
@@ -140,7 +136,17 @@ def main_submit(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", help="the policy (default: from the runs' configs)")
     parser.add_argument("--description", default="", help="free text, at most 2000 characters")
     parser.add_argument("--out", type=Path, required=True, help="the entry file to write")
-    args = parser.parse_args(argv)
+
+
+def main_submit(argv: Sequence[str] | None = None) -> int:
+    """``python -m leaderboard submit ARGV...`` (``argv`` default: the command line's arguments); the exit status."""
+    from leaderboard.__main__ import main as leaderboard_main
+
+    return leaderboard_main(["submit", *(sys.argv[1:] if argv is None else argv)])
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    """The ``submit`` command; returns the exit status."""
     try:
         entry = build_entry(
             args.run_dirs, name=args.name, algorithm=args.algorithm, board=args.board,
@@ -149,7 +155,7 @@ def main_submit(argv: Sequence[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         write_entry(entry, args.out)
     except (LMGymError, OSError) as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        print(f"python -m leaderboard submit: error: {error}", file=sys.stderr)
         return 1
     seeds = len(next(iter(entry["tasks"].values()))["runs"])
     print(f"wrote {args.out}: {entry['method']} on board {entry['board']}, {len(entry['tasks'])} tasks x {seeds} seeds")
