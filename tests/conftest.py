@@ -46,13 +46,11 @@ settings.register_profile("deep", parent=settings.get_profile("default"), max_ex
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BASELINES = Path(__file__).resolve().parents[1] / "baselines"
+sys.path.insert(0, str(BASELINES))  # as when a baseline script runs: ``lm_toolkit`` and ``import ppo`` resolve
 
 
 def load_baseline(name: str):
-    """``baselines/<name>.py`` as a module (the baselines are scripts, not a package); their folder
-    goes on ``sys.path`` as when a script runs, so that ``lm_toolkit`` and ``import ppo`` resolve."""
-    if str(BASELINES) not in sys.path:
-        sys.path.insert(0, str(BASELINES))
+    """``baselines/<name>.py`` as a module (the baselines are scripts, not a package)."""
     module_name = f"baseline_{name}"
     if module_name not in sys.modules:
         spec = importlib.util.spec_from_file_location(module_name, BASELINES / f"{name}.py")

@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 import torch
 from conftest import load_baseline
+from lm_toolkit.sampling import sample
+from lm_toolkit.offline import encode_turns, load_offline_dataset
+from lm_toolkit.tasks import Lengths
 from torch import nn
 
 from lm_gym.core.registration import resolve_tokenizer
@@ -91,18 +94,24 @@ def test_decoding_follows_the_q_heads_when_beta_is_large(ilql):
         nn.init.zeros_(target[2].bias)
         target[2].bias.data[3] = 10.0
     prompts = [[1, 2, 4], [5]]
-    steered = ilql.generate(policy, None, heads, prompts, 4, 0, eos_id=6, pad_id=0, beta=100.0, sample=False, temperature=1.0)
-    assert steered == [[3, 3, 3, 3], [3, 3, 3, 3]]
-    # beta = 0 is the policy alone: its greedy tokens, batched or not (left padding and positions are right)
-    plain = ilql.generate(policy, None, heads, prompts, 4, 0, eos_id=6, pad_id=0, beta=0.0, sample=False, temperature=1.0)
-    alone = [ilql.generate(policy, None, heads, [p], 4, 0, eos_id=6, pad_id=0, beta=0.0, sample=False, temperature=1.0)[0] for p in prompts]
-    assert plain == alone
+    lengths = Lengths(max_prompt_length=8, max_new_tokens=4)
+
+    def decode(beta, queries, value_trunk=None):
+        hook = ilql.QSteering(heads, value_trunk, pad_id=0, beta=beta)
+        return sample(policy, queries, lengths, eos_id=6, pad_id=0, greedy=True, hook=hook).responses
+
+    assert decode(100.0, prompts) == [[3, 3, 3, 3], [3, 3, 3, 3]]
+    assert decode(100.0, prompts, value_trunk=policy.base_model) == [[3, 3, 3, 3], [3, 3, 3, 3]]  # heads on a separate trunk
+    # beta = 0 is the policy alone: its greedy tokens, batched or not, from the same sampler as every baseline
+    plain = decode(0.0, prompts)
+    assert plain == [decode(0.0, [p])[0] for p in prompts]
+    assert plain == sample(policy, prompts, lengths, eos_id=6, pad_id=0, greedy=True).responses
 
 
 def test_encoded_turns_link_each_turn_to_the_next_observation(ilql, wordle_dataset):
     dataset = load_trajectories(wordle_dataset).select(range(3))
     tokenizer = resolve_tokenizer(gymnasium.make("lm_gym/Wordle-v0", num_answers=100).unwrapped, None)
-    turns = ilql.encode_turns(dataset, tokenizer, 128, 8, "left")
+    turns = encode_turns(dataset, tokenizer, Lengths(max_prompt_length=128, max_new_tokens=8))
     assert len(turns.rewards) == sum(len(row["actions"]) for row in dataset)
     assert turns.dones.sum() == 3 and all((turns.next_prompts[i] is None) == turns.dones[i] for i in range(len(turns.dones)))
     first = dataset[0]
@@ -191,12 +200,12 @@ def test_filtered_bc_clones_the_best_trajectories(wordle_dataset, tmp_path):
     sft = load_baseline("sft")
     trajectories = load_trajectories(wordle_dataset)
     returns = np.asarray(trajectories["return"])
-    everything = sft.dataset_demonstrations(wordle_dataset, "lm_gym/Wordle-v0", 1.0)
-    best = sft.dataset_demonstrations(wordle_dataset, "lm_gym/Wordle-v0", 0.25)
-    assert len(everything) == sum(len(actions) for actions in trajectories["actions"])
+    everything = load_offline_dataset(wordle_dataset, "lm_gym/Wordle-v0", 1.0)
+    best = load_offline_dataset(wordle_dataset, "lm_gym/Wordle-v0", 0.25)
+    assert everything["return"] == trajectories["return"]
     keep = math.ceil(0.25 * len(trajectories))
-    chosen = np.argsort(-returns, kind="stable")[:keep]
-    assert len(best) == sum(len(trajectories[int(i)]["actions"]) for i in chosen)
+    chosen = np.sort(np.argsort(-returns, kind="stable")[:keep])  # the best, in dataset order
+    assert best["return"] == [trajectories[int(i)]["return"] for i in chosen]
     assert np.mean([trajectories[int(i)]["return"] for i in chosen]) >= returns.mean()
     result = sft.main(sft.Args(**WORDLE, dataset=wordle_dataset, top_fraction=0.25, model_config=GPT2_CONFIG, max_steps=2, eval_episodes=2, eval_batch_size=2, out_dir=str(tmp_path)))
     assert result["algorithm"] == "filtered_bc" and result["config"]["top_fraction"] == 0.25

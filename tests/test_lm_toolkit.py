@@ -3,17 +3,13 @@ prompts, value head, a logits hook), prompt encoding, task settings without buil
 argument checks, evaluation and the checkpoint round trip."""
 
 import json
-import sys
 
 import gymnasium
 import numpy as np
 import pytest
 import torch
-from conftest import BASELINES
+from lm_toolkit import arguments, rollouts, runs, sampling, tasks, tokens
 from transformers import GPT2Config, GPT2LMHeadModel, T5Config, T5ForConditionalGeneration
-
-sys.path.insert(0, str(BASELINES))
-from lm_toolkit import arguments, rollouts, runs, sampling, tasks, tokens  # noqa: E402
 
 EOS, PAD = 49, 0
 LENGTHS = tasks.Lengths(max_prompt_length=8, max_new_tokens=6, min_new_tokens=2)

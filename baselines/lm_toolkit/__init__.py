@@ -5,8 +5,9 @@ The algorithm files beside this package (``ppo.py``, ``nlpo.py``, ``grpo.py``, `
 they share lives here, one module per job:
 
 * :mod:`lm_toolkit.arguments`: the flags every baseline has, and range checks that name the flag.
-* :mod:`lm_toolkit.tasks`: env kwargs per split, the task's token lengths, offline datasets
-  (read from the task's registered class, never by building an env).
+* :mod:`lm_toolkit.tasks`: env kwargs per split, the task's token lengths, its vector envs
+  (read from the task's registered class, never by building an env to look).
+* :mod:`lm_toolkit.offline`: offline trajectories (checked, %BC's best fraction, turns as ids).
 * :mod:`lm_toolkit.models`: tokenizer and policy loading (causal or seq2seq; hub, checkpoint or
   a small random config).
 * :mod:`lm_toolkit.tokens`: prompt encoding with the core's truncation rule, padding, batches.
@@ -14,6 +15,8 @@ they share lives here, one module per job:
   head, a logits hook such as NLPO's mask, shared prompts, seq2seq) and teacher-forced
   log-probs of finished sequences.
 * :mod:`lm_toolkit.rollouts`: episodes through the native vector envs, and the evaluation.
+* :mod:`lm_toolkit.objectives`: PPO's clipped surrogate, turn batches, optimizer steps and
+  schedules, data order, statistics.
 * :mod:`lm_toolkit.runs`: seeding, device, W&B, curves, atomic checkpoint/resume, ``result.json``.
 
 Scripts run as ``python baselines/<file>.py`` find this package beside them (the script's

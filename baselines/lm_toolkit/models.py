@@ -93,6 +93,3 @@ def takes_logits_to_keep(model_class) -> bool:
     """Whether the causal LM can compute only its last logits (most transformers models can)."""
     return "logits_to_keep" in inspect.signature(model_class.forward).parameters
 
-
-def count_parameters(*modules) -> int:
-    return sum(p.numel() for module in modules if module is not None for p in module.parameters())

@@ -30,7 +30,7 @@ class Prefix:
     """A batch of queries run once through ``model``, then extended with the KV cache.
 
     ``logits`` (B, V) and ``hidden`` (B, H; with ``with_hidden``) predict the next token of each
-    row. Causal models read left-padded queries with explicit positions; seq2seq models encode
+    row (a causal transformer without an LM head gives ``hidden`` only). Causal models read left-padded queries with explicit positions; seq2seq models encode
     right-padded queries and start the decoder from ``decoder_start_token_id``.
     """
 
@@ -48,8 +48,7 @@ class Prefix:
             start = torch.full((len(rows), 1), model.config.decoder_start_token_id, device=device)
             out = model(decoder_input_ids=start, use_cache=True, output_hidden_states=with_hidden, **self.fixed)
             self.cache = out.past_key_values
-            self.logits = out.logits[:, -1]
-            self.hidden = out.decoder_hidden_states[-1][:, -1] if with_hidden else None
+            self.logits, self.hidden = out.logits[:, -1], out.decoder_hidden_states[-1][:, -1] if with_hidden else None
             return
         ids, mask = pad(list(distinct), pad_id, "left", device)
         keep = {"logits_to_keep": 1} if takes_logits_to_keep(type(model)) else {}
@@ -59,7 +58,8 @@ class Prefix:
         if len(distinct) < len(rows):
             self.cache.batch_select_indices(index)
         self.mask, self.next_position = mask[index], mask.sum(1)[index]
-        self.logits = out.logits[index, -1]
+        logits = getattr(out, "logits", None)  # a bare transformer (ILQL's value trunk) has hidden states only
+        self.logits = logits[index, -1] if logits is not None else None
         self.hidden = out.hidden_states[-1][index, -1] if with_hidden else None
 
     def extend(self, tokens: torch.Tensor, token_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -77,9 +77,10 @@ class Prefix:
             self.next_position = self.next_position + tokens.shape[1]
             hidden = out.hidden_states[-1] if self.with_hidden else None
         self.cache = out.past_key_values
-        self.logits = out.logits[:, -1]
+        logits = getattr(out, "logits", None)
+        self.logits = logits[:, -1] if logits is not None else None
         self.hidden = hidden[:, -1] if hidden is not None else None
-        return out.logits, hidden
+        return logits, hidden
 
 
 def log_probs_of(logits: torch.Tensor, temperature: float, eos_id: int, min_new_tokens: int, first_position: int = 0, keep: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""What a baseline reads about its task: env kwargs per split, token lengths, vector envs, offline data.
+"""What a baseline reads about its task: env kwargs per split, token lengths, vector envs.
 
 Everything here reads the task's registered class (``lm_gym.core.registration.task_class``);
 nothing builds an env (and its data, its reward model) to look at a signature.
@@ -7,12 +7,10 @@ nothing builds an env (and its data, its reward model) to look at a signature.
 from __future__ import annotations
 
 import inspect
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
-import numpy as np
 
 import lm_gym  # noqa: F401  (registers the envs)
 from lm_gym.core.registration import task_class
@@ -58,18 +56,3 @@ def task_lengths(
         truncation_side=cls.token_level_defaults.get("prompt_truncation_side", "left"),
     )
 
-
-def load_offline_dataset(path: str, env_id: str, top_fraction: float = 1.0):
-    """Trajectories in ``lm_gym.offline``'s format, checked to be ``env_id``'s; with ``top_fraction`` < 1
-    only the trajectories with the highest returns (ties kept in dataset order: the ILQL paper's %BC)."""
-    from lm_gym.offline import load_trajectories
-
-    trajectories = load_trajectories(path)
-    other = sorted(set(trajectories.unique("env_id")) - {env_id})
-    if other:
-        raise ValueError(f"--dataset {path!r} holds trajectories of {other}, not of --env-id {env_id!r}")
-    if top_fraction < 1:
-        keep = max(1, math.ceil(top_fraction * len(trajectories)))
-        best = np.argsort(-np.asarray(trajectories["return"]), kind="stable")[:keep]
-        trajectories = trajectories.select(np.sort(best))
-    return trajectories
