@@ -81,7 +81,7 @@ def test_safe_expressions_are_whole_phrases_at_word_boundaries():
 
 def test_profanity_lexicon_without_better_profanity_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "better_profanity", None)  # import better_profanity now fails
-    with pytest.raises(DataUnavailableError, match=r"pip install 'lm-gym\[reddit\]'"):
+    with pytest.raises(DataUnavailableError, match=r'pip install "lm-gym\[reddit\]"'):
         LexiconToxicityScorer.profanity()
 
 

@@ -520,7 +520,7 @@ def test_image_features_from_hdf5(tmp_path):
     try:
         import h5py
     except ImportError:
-        with pytest.raises(DataUnavailableError, match="needs h5py: pip install h5py"):
+        with pytest.raises(DataUnavailableError, match=r'needs h5py: pip install "lm-gym\[visdial\]"'):
             load_image_features(path)
         return
     with h5py.File(path, "w") as handle:

@@ -4,6 +4,8 @@ Every error derives from :class:`LMGymError` and from the built-in exception tha
 so ``except ValueError`` in user code keeps working.
 """
 
+import importlib
+
 
 class LMGymError(Exception):
     """Base class of every lm-gym error."""
@@ -22,11 +24,36 @@ class ConfigurationError(LMGymError, ValueError):
 
 
 class DataUnavailableError(LMGymError, RuntimeError):
-    """A dataset, tokenizer or model could not be loaded from the chosen source."""
+    """A dataset, tokenizer or model could not be loaded from the chosen source, or a package of an
+    optional extra that a feature needs is not installed (:func:`require_extra`)."""
 
 
 class TrajectoryFormatError(ConfigurationError):
     """Offline trajectories that do not follow the format of :mod:`lm_gym.offline`."""
+
+
+def install_hint(extra: str, *packages: str) -> str:
+    """The pip command that installs lm-gym's optional ``extra`` (which brings ``packages``)."""
+    return f'pip install "lm-gym[{extra}]" (or pip install {" ".join(packages)})'
+
+
+def require_extra(extra: str, needed_by: str, *packages: str) -> None:
+    """Raise :class:`DataUnavailableError` when one of ``packages`` of lm-gym's optional ``extra`` is missing.
+
+    ``packages`` are pip names, imported as the name with ``_`` for ``-`` (``bert-score``:
+    ``bert_score``). The message says what needs them and how to install them:
+    ``<needed_by> needs <packages>: pip install "lm-gym[<extra>]" (or pip install <packages>)``.
+    """
+    missing = []
+    for package in packages:
+        module = package.replace("-", "_")
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as error:  # a missing dependency of the package is named too
+            missing.append(package if error.name == module else f"{package} ({error})")
+    if missing:
+        names = [name.split(" ")[0] for name in missing]
+        raise DataUnavailableError(f"{needed_by} needs {' and '.join(missing)}: {install_hint(extra, *names)}")
 
 
 def safe_repr(value: object, limit: int = 80) -> str:

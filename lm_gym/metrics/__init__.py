@@ -9,6 +9,11 @@ Word-based metrics share one data-free tokenization, :func:`tokenize`; METEOR's 
 coverage's WordNet 3.0 ships in the package (:func:`wordnet`).
 
 The same metrics are ``evaluate`` modules: ``load("rouge").compute(...)``.
+
+The core install brings METEOR, ROUGE, nltk's BLEU, concept coverage, diversity and perplexity
+(what the envs' rewards and per-episode metrics use). The others need an optional extra, imported
+on use, and raise :class:`~lm_gym.core.errors.DataUnavailableError` naming it without:
+``nlg`` (SacreBLEU, CIDEr-D, the COCO evaluation), ``bertscore`` and ``evaluate`` (:func:`load`).
 """
 
 from lm_gym.metrics.bertscore import bertscore

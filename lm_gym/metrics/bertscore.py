@@ -1,10 +1,11 @@
-"""BERTScore with the ``bert-score`` package (which loads the model on each call)."""
+"""BERTScore with the ``bert-score`` package (which loads the model on each call): lm-gym's optional
+``bertscore`` extra (``pip install "lm-gym[bertscore]"``), imported on use."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.errors import ConfigurationError, require_extra, safe_repr
 from lm_gym.core.hub import require_local_or_hub
 from lm_gym.core.validation import check_device, check_int
 from lm_gym.metrics.inputs import check_pairs
@@ -27,7 +28,10 @@ def bertscore(
             ``bert-score`` has no default for (its ``model2layers`` table), e.g. local ones.
         device: default CUDA when available.
         batch_size: sentences per forward pass.
+
+    Needs the ``bertscore`` extra (:class:`~lm_gym.core.errors.DataUnavailableError` without it).
     """
+    require_extra("bertscore", "lm_gym.metrics.bertscore", "bert-score")
     from bert_score import score
     from bert_score.utils import model2layers
 

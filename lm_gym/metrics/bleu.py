@@ -1,12 +1,15 @@
-"""Corpus BLEU two ways: nltk's on :func:`tokenize` tokens (0-1) and SacreBLEU's standard one (0-100)."""
+"""Corpus BLEU two ways: nltk's on :func:`tokenize` tokens (0-1) and SacreBLEU's standard one (0-100).
+
+SacreBLEU is lm-gym's optional ``nlg`` extra (``pip install "lm-gym[nlg]"``), imported on use.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sacrebleu
 from nltk.translate.bleu_score import corpus_bleu as nltk_corpus_bleu
 
+from lm_gym.core.errors import require_extra
 from lm_gym.metrics.inputs import check_pairs
 from lm_gym.metrics.tokenization import tokenize
 
@@ -22,7 +25,11 @@ def corpus_sacrebleu(predictions: Sequence[str], references: Sequence[Sequence[s
 
     SacreBLEU takes references as streams (the k-th reference of every sample); a sample
     with fewer references fills its missing places with ``None``, which SacreBLEU skips.
+    Needs the ``nlg`` extra (:class:`~lm_gym.core.errors.DataUnavailableError` without it).
     """
+    require_extra("nlg", "lm_gym.metrics.corpus_sacrebleu", "sacrebleu")
+    import sacrebleu
+
     predictions, references = check_pairs(predictions, references)
     stream_count = max(len(refs) for refs in references)
     streams = [[refs[k] if k < len(refs) else None for refs in references] for k in range(stream_count)]

@@ -17,20 +17,20 @@ It runs as one of two pipelines, named in every result:
 ``"auto"`` picks ``"java"`` when a ``java`` is on the ``PATH``. Scores are on pycocoevalcap's
 scale: BLEU, METEOR, ROUGE-L and SPICE in [0, 1], CIDEr-D about 0 to 10; papers print them
 times 100.
+
+Both pipelines need pycocoevalcap, lm-gym's optional ``nlg`` extra (``pip install "lm-gym[nlg]"``),
+imported on use.
 """
 
 from __future__ import annotations
 
+import shutil
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pycocoevalcap.bleu.bleu import Bleu
-from pycocoevalcap.cider.cider import Cider
-from pycocoevalcap.rouge.rouge import Rouge
-
+from lm_gym.core.errors import require_extra
 from lm_gym.core.validation import check_choice
-from lm_gym.metrics import coco_java
 from lm_gym.metrics.inputs import check_pairs
 from lm_gym.metrics.ptb import PUNCTUATIONS, coco_tokenize
 
@@ -66,7 +66,7 @@ def resolve_pipeline(pipeline: str) -> str:
     """``pipeline`` (``"auto"``, ``"java"`` or ``"python"``) as ``"java"`` or ``"python"``."""
     check_choice("pipeline", pipeline, ("auto", *PIPELINES))
     if pipeline == "auto":
-        return "java" if coco_java.java_available() else "python"
+        return "java" if shutil.which("java") is not None else "python"  # coco_java.java_available()
     return pipeline
 
 
@@ -75,6 +75,9 @@ def coco_tokenized(texts: Sequence[str], pipeline: str = "auto") -> list[str]:
     pipeline = resolve_pipeline(pipeline)
     if pipeline == "python":
         return [coco_tokenize(text) for text in texts]
+    require_extra("nlg", "the java pipeline of lm_gym.metrics.coco (pycocoevalcap's PTB tokenizer)", "pycocoevalcap")
+    from lm_gym.metrics import coco_java
+
     lines = [" ".join(text.splitlines()) for text in texts]  # one caption per line
     return [" ".join(token for token in tokens if token not in PUNCTUATIONS) for tokens in coco_java.ptb_tokenize(lines)]
 
@@ -86,9 +89,18 @@ def coco_evaluate(predictions: Sequence[str], references: Sequence[Sequence[str]
         pipeline: ``"java"`` (pycocoevalcap's official pipeline; raises :class:`JavaError`
             without Java), ``"python"`` (no Java; no METEOR or SPICE) or ``"auto"``.
         spice: compute SPICE too (java pipeline, when its models are installed; slow).
+
+    Needs the ``nlg`` extra (:class:`~lm_gym.core.errors.DataUnavailableError` without it).
     """
     predictions, references = check_pairs(predictions, references)
     pipeline = resolve_pipeline(pipeline)
+    require_extra("nlg", "lm_gym.metrics.coco_evaluate (the COCO caption evaluation)", "pycocoevalcap")
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    from lm_gym.metrics import coco_java
+
     tokenized = coco_tokenized([*predictions, *(r for refs in references for r in refs)], pipeline)
     res, gts, start = {}, {}, len(predictions)
     for i, refs in enumerate(references):

@@ -1,7 +1,7 @@
 """Reference-based rewards: how close each utterance is to its references, per sample, batched.
 
 Built on the metric functions of :mod:`lm_gym.metrics` (nltk's METEOR, rouge-score,
-pycocoevalcap's CIDEr-D), so a reward and the evaluation metric of the same name agree.
+pycocoevalcap's CIDEr-D: the ``nlg`` extra), so a reward and the evaluation metric of the same name agree.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lm_gym.core.errors import ConfigurationError, DataUnavailableError, safe_repr
+from lm_gym.core.errors import ConfigurationError, DataUnavailableError, install_hint, safe_repr
 from lm_gym.core.validation import is_integer
 from lm_gym.rewards.classifiers import TransformersClassifier
 
@@ -114,7 +114,7 @@ SAFE_EXPRESSIONS = (
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SPELLED = re.compile(r"[A-Za-z0-9 ._-]+")  # list entries spelled with letters, digits and separators
-PROFANITY_EXTRA = "pip install 'lm-gym[reddit]' (or pip install better-profanity)"
+PROFANITY_EXTRA = install_hint("reddit", "better-profanity")
 
 
 def words(text: str) -> list[str]:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from lm_gym.core.errors import require_extra
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
 from lm_gym.core.validation import check_choice
 from lm_gym.rewards.reference import ReferenceReward
@@ -60,8 +61,10 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
     ``rouge2``, ``rougeL``, ``rougeLsum``, ``meteor`` and ``num_words``.
     ``env.unwrapped.corpus_metrics(final_infos)`` adds ``bleu`` (nltk), ``sacrebleu``, the
     diversity metrics (``distinct_1``, ``distinct_2``, ``msttr``, ``unigram_entropy``,
-    ``vocab_size``, ``mean_length``) and, given a language model, perplexities. BERTScore is
-    available as ``lm_gym.metrics.bertscore`` with a model of your choice.
+    ``vocab_size``, ``mean_length``) and, given a language model, perplexities; ``sacrebleu``
+    needs the ``nlg`` extra (``pip install "lm-gym[nlg]"``; without it ``corpus_metrics`` raises
+    ``DataUnavailableError`` naming it). BERTScore is available as ``lm_gym.metrics.bertscore``
+    with a model of your choice (the ``bertscore`` extra).
 
     ## Arguments
     | argument | default | meaning |
@@ -134,4 +137,5 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
     def _corpus_metrics(self, prompts: list[str], utterances: list[str], references: list[list[str]]) -> dict[str, float]:
         from lm_gym import metrics
 
+        require_extra("nlg", "lm_gym/CNNDailyMail-v0's evaluation (corpus metric sacrebleu)", "sacrebleu")
         return {"bleu": metrics.corpus_bleu(utterances, references), "sacrebleu": metrics.corpus_sacrebleu(utterances, references)}

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from lm_gym.core.errors import require_extra
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
 from lm_gym.core.validation import check_choice, check_number
 from lm_gym.rewards.reference import ReferenceReward
@@ -100,7 +101,10 @@ class CommonGenEnv(SingleTurnTextEnv):
     ``coco_spice`` when SPICE's Stanford models are installed) from the official Java pipeline,
     or ``coco_py_bleu4``, ``coco_py_rouge_l``, ``coco_py_cider`` from its pure-Python
     approximation where there is no Java. lm-gym's own ``bleu``, ``cider`` and ``meteor`` use
-    its tokenization and nltk's METEOR, so they differ from published values.
+    its tokenization and nltk's METEOR, so they differ from published values. ``sacrebleu``,
+    ``cider``, the COCO scores and ``reward="cider"`` need the ``nlg`` extra (SacreBLEU,
+    pycocoevalcap: ``pip install "lm-gym[nlg]"``); without it ``corpus_metrics`` (and making
+    the env with ``reward="cider"``) raises ``DataUnavailableError`` naming it.
 
     ## Arguments
     | argument | default | meaning |
@@ -150,6 +154,8 @@ class CommonGenEnv(SingleTurnTextEnv):
         check_choice("reward", reward, REWARDS)
         self.repeat_penalty = check_number("repeat_penalty", repeat_penalty, minimum=0)
         self.coco_pipeline = check_choice("coco_pipeline", coco_pipeline, COCO_PIPELINES)
+        if reward == "cider":
+            require_extra("nlg", "lm_gym/CommonGen-v0's reward='cider' (CIDEr-D)", "pycocoevalcap")
         self.split, self.source, self.data_dir = split, source, data_dir
         concept_sets = load_concept_sets(source, split, data_dir)
         self.samples = [
@@ -185,6 +191,8 @@ class CommonGenEnv(SingleTurnTextEnv):
         from lm_gym import metrics
         from lm_gym.metrics.coco import coco_evaluate
 
+        needed_by = "lm_gym/CommonGen-v0's evaluation (corpus metrics sacrebleu, cider and coco_*)"
+        require_extra("nlg", needed_by, "sacrebleu", "pycocoevalcap")
         results = {
             "bleu": metrics.corpus_bleu(utterances, references),
             "sacrebleu": metrics.corpus_sacrebleu(utterances, references),

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.errors import ConfigurationError, require_extra, safe_repr
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
 from lm_gym.core.validation import check_int, check_number, resolve_device
 from lm_gym.rewards.intent import EOU, IntentMeteorReward, NgramActClassifier, TransformersActClassifier
@@ -72,7 +72,8 @@ class DailyDialogEnv(SingleTurnTextEnv):
     ``num_words``. ``env.unwrapped.corpus_metrics(final_infos)`` adds ``bleu`` (nltk),
     ``sacrebleu``, the diversity metrics (``distinct_1``, ``distinct_2``, ``msttr``,
     ``unigram_entropy``, ``vocab_size``, ``mean_length``) and, given a language model,
-    perplexities.
+    perplexities; ``sacrebleu`` needs the ``nlg`` extra (``pip install "lm-gym[nlg]"``; without
+    it ``corpus_metrics`` raises ``DataUnavailableError`` naming it).
 
     ## Arguments
     | argument | default | meaning |
@@ -174,4 +175,5 @@ class DailyDialogEnv(SingleTurnTextEnv):
     def _corpus_metrics(self, prompts: list[str], utterances: list[str], references: list[list[str]]) -> dict[str, float]:
         from lm_gym import metrics
 
+        require_extra("nlg", "lm_gym/DailyDialog-v0's evaluation (corpus metric sacrebleu)", "sacrebleu")
         return {"bleu": metrics.corpus_bleu(utterances, references), "sacrebleu": metrics.corpus_sacrebleu(utterances, references)}

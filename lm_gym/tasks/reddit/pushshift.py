@@ -29,12 +29,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lm_gym.core.errors import DataUnavailableError
+from lm_gym.core.errors import DataUnavailableError, require_extra
 from lm_gym.tasks.reddit.comments import Comment, LoadedComments, counts, is_usable, keep_comment
 
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".zst")
 ZSTD_WINDOW = 2**31
-ZSTANDARD_EXTRA = "pip install 'lm-gym[reddit]' (or pip install zstandard)"
 COMMENT_FIELDS = ("id", "body", "score", "parent_id", "link_id")
 
 
@@ -92,10 +91,9 @@ def _open_text(path: Path) -> io.TextIOBase:
 
 
 def _zstandard(path: Path):
-    try:
-        import zstandard
-    except ModuleNotFoundError:
-        raise DataUnavailableError(f"reading {path} needs the zstandard package: {ZSTANDARD_EXTRA}") from None
+    require_extra("reddit", f"reading {path}", "zstandard")
+    import zstandard
+
     return zstandard
 
 

@@ -8,7 +8,8 @@ L2-normalised by default, as the ILQL code base does with ``norm_img_feats``.
 lm-gym has no ranker of its own for features: a feature-based percentile needs a trained
 Q-bot that predicts the image feature from the dialogue (visdial-rl's), which is what the
 server of :class:`~lm_gym.tasks.visdial.world.HttpWorld` runs. So features are read only to
-be sent to such a server. Reading needs ``h5py`` (``pip install h5py``), imported on use.
+be sent to such a server. Reading needs ``h5py``, lm-gym's optional ``visdial`` extra
+(``pip install "lm-gym[visdial]"``), imported on use.
 """
 
 from __future__ import annotations
@@ -18,15 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from lm_gym.core.errors import DataUnavailableError
+from lm_gym.core.errors import DataUnavailableError, require_extra
 
 
 def load_image_features(path: str | Path, image_ids: Iterable[int] | None = None, normalize: bool = True) -> dict[int, np.ndarray]:
     """``{image_id: float32 feature vector}`` from a starter-code HDF5 file (the ``image_ids`` given, or all)."""
-    try:
-        import h5py
-    except ImportError:
-        raise DataUnavailableError(f"reading image features from {str(path)!r} needs h5py: pip install h5py") from None
+    require_extra("visdial", f"reading image features from {str(path)!r}", "h5py")
+    import h5py
+
     path = Path(path)
     try:
         with h5py.File(path, "r") as handle:
