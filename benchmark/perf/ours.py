@@ -1,4 +1,4 @@
-"""One contender of the speed benchmark in its own process: lm-gym's PPO or GRPO/RLOO baseline
+"""One contender of the speed benchmark in its own process: lm-gym's PPO, NLPO or GRPO/RLOO baseline
 on the standard workload, or the limit (plain ``model.generate`` of the same batch).
 
     python benchmark/perf/ours.py --contender ppo --workload-dir runs/perf --iterations 5
@@ -35,7 +35,7 @@ def baseline_args(algorithm: str, model_dir: Path, iterations: int, out_dir: str
         "--eval-batch-size", "1", "--save-every", "0", "--out-dir", out_dir, "--torch-threads", str(torch_threads()), "--device", device,
         *(["--bf16"] if bf16 else []),
     ]
-    if algorithm == "ppo":
+    if algorithm in ("ppo", "nlpo"):
         return [*common, "--num-envs", str(workload.SEQUENCES_PER_ITERATION), "--update-epochs", "1",
                 "--kl-coef", str(workload.KL_COEF), "--kl-target", "None"]
     return [*common, "--num-prompts", str(workload.SEQUENCES_PER_ITERATION // workload.GROUP_SIZE), "--group-size", str(workload.GROUP_SIZE),
@@ -49,7 +49,7 @@ def torch_threads() -> int:
 def run_baseline(algorithm: str, model_dir: Path, iterations: int, beta: float, device: str, bf16: bool) -> dict:
     import tyro
 
-    module = __import__("ppo" if algorithm == "ppo" else "grpo")
+    module = __import__(algorithm if algorithm in ("ppo", "nlpo") else "grpo")
     with tempfile.TemporaryDirectory() as out_dir:
         args = tyro.cli(module.Args, args=baseline_args(algorithm, model_dir, workload.WARMUP_ITERATIONS + iterations, out_dir, beta, device, bf16))
         result = module.main(args)
@@ -90,7 +90,7 @@ def run_limit(model_dir: Path, iterations: int, device: str, bf16: bool) -> dict
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--contender", choices=("ppo", "grpo", "rloo", "limit"), required=True)
+    parser.add_argument("--contender", choices=("ppo", "nlpo", "grpo", "rloo", "limit"), required=True)
     parser.add_argument("--beta", type=float, default=workload.KL_COEF, help="grpo/rloo: KL coefficient (0: no reference model)")
     parser.add_argument("--workload-dir", default="runs/perf", help="where the workload's model is saved")
     parser.add_argument("--iterations", type=int, default=5, help="timed iterations, after the warm-up ones")
@@ -108,7 +108,7 @@ def main() -> None:
         name = "generate-limit"
     else:
         timings = run_baseline(args.contender, model_dir, args.iterations, args.beta, args.device, args.bf16)
-        name = f"lm-gym-{args.contender}" + ("" if args.contender == "ppo" else f"-beta{args.beta:g}")
+        name = f"lm-gym-{args.contender}" + ("" if args.contender in ("ppo", "nlpo") else f"-beta{args.beta:g}")
     import transformers
 
     print(json.dumps({

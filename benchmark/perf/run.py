@@ -36,7 +36,10 @@ def contenders(args: argparse.Namespace) -> dict[str, list[str]]:
     """Name -> command line, in the order they take turns."""
     placement = ["--size", args.size, "--device", args.device, *(["--bf16"] if args.bf16 else [])]
     ours = [sys.executable, str(HERE / "ours.py"), "--workload-dir", args.workload_dir, "--iterations", str(args.iterations), *placement]
-    table = {"generate-limit": [*ours, "--contender", "limit"], "lm-gym-ppo": [*ours, "--contender", "ppo"]}
+    table = {
+        "generate-limit": [*ours, "--contender", "limit"], "lm-gym-ppo": [*ours, "--contender", "ppo"],
+        "lm-gym-nlpo": [*ours, "--contender", "nlpo"],
+    }
     trl = {trainer: trl_envs.trl_python(version) for trainer, version in TRL_VERSIONS.items()}
 
     def trl_command(trainer: str, beta: float | None = None) -> list[str] | None:
@@ -123,6 +126,8 @@ def main() -> None:
     for ours, theirs in [("lm-gym-ppo", "trl-ppo")] + [(f"lm-gym-{a}-beta{b:g}", f"trl-{a}-beta{b:g}") for a in ("grpo", "rloo") for b in args.betas]:
         if ours in summary and theirs in summary:
             ratios[f"{ours} / {theirs} episodes/s"] = summary[ours]["episodes_per_s"] / summary[theirs]["episodes_per_s"]
+    if "lm-gym-nlpo" in summary and "lm-gym-ppo" in summary:  # NLPO's mask costs this much over PPO on the same sampler
+        ratios["lm-gym-nlpo / lm-gym-ppo s/iteration"] = summary["lm-gym-nlpo"]["iteration_s"] / summary["lm-gym-ppo"]["iteration_s"]
     if "generate-limit" in summary:
         limit = summary["generate-limit"]["rollout_tokens_per_s"]
         for name, row in summary.items():
