@@ -105,7 +105,7 @@ class TokenVectorEnv(NativeVectorEnv):
         if not (resetting or ends.any()):  # the hot path: every copy only appended a token
             return self._observations(), rewards, terminations, truncations, {}
         ending = np.flatnonzero(ends)
-        results = self._play_utterances({i: self.envs[i]._prepare_step(self.tokens.utterance(i)) for i in ending})
+        results = self._play_utterances({i: self.envs[i].prepare_step(self.tokens.utterance(i)) for i in ending})
         texts: dict[int, str] = {}
         infos: dict[int, dict[str, Any]] = {}
         for i in np.flatnonzero(autoreset):

@@ -9,12 +9,16 @@ Word-based metrics share one data-free tokenization, :func:`tokenize`; METEOR's 
 coverage's WordNet 3.0 ships in the package (:func:`wordnet`).
 
 The same metrics are ``evaluate`` modules: ``load("rouge").compute(...)``.
+
+:func:`corpus_metrics` gives the corpus metrics of a whole evaluation of an lm-gym task
+(diversity, perplexity and the task's own, such as BLEU and CIDEr).
 """
 
 from lm_gym.metrics.bertscore import bertscore
 from lm_gym.metrics.bleu import corpus_bleu, corpus_sacrebleu
 from lm_gym.metrics.cider import CiderD, cider
 from lm_gym.metrics.coco import CocoEvaluation, coco_evaluate
+from lm_gym.metrics.corpus import corpus_metrics
 from lm_gym.metrics.coverage import concept_coverage
 from lm_gym.metrics.diversity import diversity
 from lm_gym.metrics.meteor import meteor_scores
@@ -34,6 +38,7 @@ __all__ = [
     "coco_evaluate",
     "concept_coverage",
     "corpus_bleu",
+    "corpus_metrics",
     "corpus_rouge",
     "corpus_sacrebleu",
     "diversity",
