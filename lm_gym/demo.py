@@ -94,8 +94,10 @@ def main(argv: list[str] | None = None) -> None:
         task = gymnasium.make(env_id, source="synthetic", split="validation")
         obs, _ = task.reset(seed=args.seed)
         print(f"  {env_id}, e.g. {obs[:90]!r}...")
-        reference = lambda _: task.unwrapped.current_sample.references[0]  # noqa: E731
-        for name, policy in (("a reference", reference), ("a generic reply", lambda _: "I think so.")):
+        for name, policy in (
+            ("a reference", lambda _: task.unwrapped.current_sample.references[0]),
+            ("a generic reply", lambda _: "I think so."),
+        ):
             rewards = play_utterances(task, policy, args.episodes, args.seed)
             print(f"    {name:<20} {rewards.mean():.3f} +- {rewards.std():.3f}")
 
