@@ -22,7 +22,8 @@ def module_name(path: Path) -> str:
 
 
 def imported_modules(path: Path) -> set[str]:
-    """The absolute names of the modules ``path`` imports (``from m import n``: ``m.n`` when that is a module, else ``m``).
+    """The absolute names of the modules ``path`` imports (``from m import n``: ``m.n`` when that is a
+    module, else ``m``).
 
     A package's ``__init__`` that Python runs before a submodule is not counted: ``from p.m import
     n`` is an arrow to ``p.m``, and a package's ``__init__`` importing its own modules is no cycle.
@@ -50,7 +51,10 @@ def module_exists(name: str) -> bool:
 def import_graph(package: Path) -> dict[str, set[str]]:
     """Module -> the modules of the same package it imports."""
     modules = {module_name(path): path for path in package.rglob("*.py")}
-    return {name: {other for other in imported_modules(path) if other in modules and other != name} for name, path in modules.items()}
+    return {
+        name: {other for other in imported_modules(path) if other in modules and other != name}
+        for name, path in modules.items()
+    }
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -78,7 +82,9 @@ def test_the_checker_finds_cycles_through_function_local_and_relative_imports(tm
     package = tmp_path / "lm_gym" / "tasks" / "game"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("from lm_gym.tasks.game.env import GameEnv\n")
-    (package / "env.py").write_text("import lm_gym.metrics\n\ndef demonstrations():\n    from .policies import Expert\n")
+    (package / "env.py").write_text(
+        "import lm_gym.metrics\n\ndef demonstrations():\n    from .policies import Expert\n"
+    )
     (package / "policies.py").write_text("from lm_gym.tasks.game import env\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "lm_gym")
     assert imported_modules(package / "env.py") == {"lm_gym.metrics", "lm_gym.tasks.game.policies"}

@@ -57,7 +57,8 @@ def corpus_metrics(env: Any, episodes: Sequence[dict[str, Any]], language_model:
             scored = [(prompt, text) for prompt, text in zip(prompts, texts, strict=True) if text.strip()]
             if scored:  # an empty text has no token to score
                 prefixes, texts = zip(*scored)
-                results[f"perplexity_{label}"] = perplexity(list(texts), model, tokenizer, prefixes=list(prefixes))["perplexity"]
+                scores = perplexity(list(texts), model, tokenizer, prefixes=list(prefixes))
+                results[f"perplexity_{label}"] = scores["perplexity"]
     return results
 
 
@@ -70,5 +71,7 @@ def text_env_of(env: Any) -> TextEnv:
     if isinstance(task, TokenLevel):
         task = getattr(task.env, "unwrapped", task.env)
     if not isinstance(task, TextEnv):
-        raise ConfigurationError(f"env must be an lm-gym env (a TextEnv, or made from one), got {type(env).__name__}: {safe_repr(env)}")
+        raise ConfigurationError(
+            f"env must be an lm-gym env (a TextEnv, or made from one), got {type(env).__name__}: {safe_repr(env)}"
+        )
     return task

@@ -46,7 +46,10 @@ class MonteCarloPolicy(WordlePolicy):
         candidates = self.candidates(observation)
         if len(proposals) == 1 or len(candidates) == 0:
             return proposals[0]
-        returns = [np.mean([self._rollout(observation, guess, candidates) for _ in range(self.num_rollouts)]) for guess in proposals]
+        returns = [
+            np.mean([self._rollout(observation, guess, candidates) for _ in range(self.num_rollouts)])
+            for guess in proposals
+        ]
         return proposals[int(np.argmax(returns))]
 
     def _rollout(self, observation: str, guess: str, candidates: np.ndarray) -> float:
