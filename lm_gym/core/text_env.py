@@ -296,6 +296,11 @@ class SingleTurnTextEnv(TextEnv):
         info["metrics"] = self._episode_metrics(sample, utterance, score)
         return join_text(sample.prompt, utterance), float(score), True, False, info
 
+    def replicate(self) -> SingleTurnTextEnv:
+        clone = super().replicate()
+        clone._sample = None  # the copy's episode has not started
+        return clone
+
     def demonstrations(self) -> list[tuple[str, str]]:
         """Every ``(prompt, reference)`` pair of the split."""
         return [(sample.prompt, reference) for sample in self.samples for reference in sample.references]
