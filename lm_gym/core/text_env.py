@@ -35,8 +35,8 @@ A subclass of :class:`TextEnv` implements three hooks: ``_new_episode`` (start a
 ``self.np_random``), ``_reward_query`` (what the batched ``reward_fn`` scores, or ``None``) and
 ``_transition`` (apply an utterance and its score). :class:`SingleTurnTextEnv` implements them
 for one-step tasks over a list of :class:`Sample`. Corpus-level metrics of a whole evaluation
-(BLEU, CIDEr, ...) come from the task hook :meth:`TextEnv.task_corpus_metrics`;
-``lm_gym.metrics.corpus_metrics(env, final_infos)`` adds diversity and perplexity to them.
+(BLEU, CIDEr, ...) come from the task hook :meth:`TextEnv.task_corpus_metrics`; the metrics
+package, above the core, adds diversity and perplexity to them: ``corpus_metrics(env, final_infos)``.
 ``lm_gym.testing.check_text_env(env)`` checks a task against the whole env contract.
 """
 
@@ -168,8 +168,8 @@ class TextEnv(gymnasium.Env[str, str]):
         the episodes' ``info["metrics"]``; none by default.
 
         ``episodes`` are the final step's ``info`` of each episode (at least one). Evaluation
-        code calls ``lm_gym.metrics.corpus_metrics(env, episodes)``, which adds the metrics every
-        single-turn task shares (diversity, perplexity) to these.
+        code calls the metrics package's ``corpus_metrics(env, episodes)``, which adds the
+        metrics every single-turn task shares (diversity, perplexity) to these.
         """
         return {}
 
