@@ -16,7 +16,7 @@ comments in ``data/reddit``). The file keeps the other boards' points and replac
 validation split (Wordle, which has no splits, plays its answer list) through ``gymnasium.make_vec(...,
 vectorization_mode="vector_entry_point")``, evaluated as the baselines evaluate: episode
 ``j`` is reset with seed ``j``, each episode's ``info["metrics"]`` are averaged as
-``mean_<name>`` and ``env.unwrapped.corpus_metrics(final_infos)`` gives ``corpus_<name>``
+``mean_<name>`` and ``lm_gym.metrics.corpus_metrics(env, final_infos)`` gives ``corpus_<name>``
 (``lm_gym.results.summarize_episodes``), with the board's env arguments (those its suite
 runs the task with).
 
@@ -93,6 +93,7 @@ from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.registration import task_class
 from lm_gym.core.text_env import SingleTurnTextEnv
 from lm_gym.core.vector import episode_info
+from lm_gym.metrics import corpus_metrics
 from lm_gym.results import git_commit, library_versions, summarize_episodes
 from lm_gym.stats import markdown_table
 
@@ -256,7 +257,7 @@ def play(venv: Any, policy: Policy, num_episodes: int, seed: int = SEED) -> dict
                 finals.append(final)
                 metrics.append(final.get("metrics", {}))
             playing &= ~finished
-    return summarize_episodes(returns, metrics, venv.envs[0].corpus_metrics(finals))
+    return summarize_episodes(returns, metrics, corpus_metrics(venv, finals))
 
 
 def measure_policy(env_id: str, policy_name: str, kwargs: dict[str, Any], num_episodes: int) -> dict[str, float]:

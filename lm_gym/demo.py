@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         "positive text": lambda _: POSITIVE,
         "negative text": lambda _: NEGATIVE,
         "random review words": lambda _: " ".join(rng.choice(words, size=30)),
-        "copy the true ending": lambda _: env.unwrapped._sample.references[0],
+        "copy the true ending": lambda _: env.unwrapped.current_sample.references[0],
     }
     print("\nutterance level: mean reward (P(positive)) per policy")
     for name, policy in policies.items():
@@ -94,7 +94,10 @@ def main(argv: list[str] | None = None) -> None:
         task = gymnasium.make(env_id, source="synthetic", split="validation")
         obs, _ = task.reset(seed=args.seed)
         print(f"  {env_id}, e.g. {obs[:90]!r}...")
-        for name, policy in (("a reference", lambda _: task.unwrapped._sample.references[0]), ("a generic reply", lambda _: "I think so.")):
+        for name, policy in (
+            ("a reference", lambda _: task.unwrapped.current_sample.references[0]),
+            ("a generic reply", lambda _: "I think so."),
+        ):
             rewards = play_utterances(task, policy, args.episodes, args.seed)
             print(f"    {name:<20} {rewards.mean():.3f} +- {rewards.std():.3f}")
 
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     for reward in ("toxicity", "upvotes_model"):
         reddit = gymnasium.make("lm_gym/Reddit-v0", source="synthetic", split="validation", reward=reward)
         for name, policy in (("a helpful reply", lambda _: HELPFUL_REPLY), ("a rude reply", lambda _: RUDE_REPLY),
-                             ("the real reply", lambda _: reddit.unwrapped._sample.references[0])):
+                             ("the real reply", lambda _: reddit.unwrapped.current_sample.references[0])):
             rewards = play_utterances(reddit, policy, args.episodes, args.seed)
             print(f"  {reward:<14} {name:<16} {rewards.mean():.3f} +- {rewards.std():.3f}")
     print(f"done in {time.perf_counter() - start:.1f}s")

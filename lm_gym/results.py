@@ -37,7 +37,7 @@ An evaluation is ``{"num_episodes": int, "mean_return": float, "std_return": flo
 "mean_<metric>": float, ...}``, one ``mean_<metric>`` per numeric key of the task's
 ``info["metrics"]`` (IMDB: ``mean_sentiment``, ``mean_num_words``; Wordle: ``mean_solved``,
 ``mean_num_guesses``, ...), and one ``corpus_<metric>`` per metric of the whole set of
-episodes (``env.unwrapped.corpus_metrics``: ``corpus_bleu``, ``corpus_cider``,
+episodes (``lm_gym.metrics.corpus_metrics``: ``corpus_bleu``, ``corpus_cider``,
 ``corpus_distinct_2``, ``corpus_perplexity_generations``, ...). :func:`summarize_episodes`
 computes it, so every algorithm reports the same names. Numbers are finite (the file is written with ``allow_nan=False``).
 
@@ -140,8 +140,8 @@ def summarize_episodes(
     """The evaluation of a run from episode returns and the episodes' ``info["metrics"]``.
 
     ``metrics[i]`` is episode ``i``'s metrics dict (may be empty); each numeric key becomes
-    ``mean_<key>``, averaged over the episodes that report it. ``corpus`` (the env's
-    ``corpus_metrics`` of the same episodes) becomes ``corpus_<key>``.
+    ``mean_<key>``, averaged over the episodes that report it. ``corpus``
+    (``lm_gym.metrics.corpus_metrics`` of the same episodes) becomes ``corpus_<key>``.
     """
     if not len(returns):
         raise ValueError("an evaluation needs at least one episode")

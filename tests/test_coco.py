@@ -12,7 +12,7 @@ from pycocoevalcap.rouge.rouge import Rouge
 from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
 from lm_gym.core.errors import ConfigurationError
-from lm_gym.metrics import coco_java
+from lm_gym.metrics import coco_java, corpus_metrics
 from lm_gym.metrics.coco import coco_evaluate, coco_tokenized, resolve_pipeline
 from lm_gym.metrics.coco_java import JavaError
 from lm_gym.metrics.ptb import coco_tokenize, ptb_tokens
@@ -161,12 +161,12 @@ def test_commongen_corpus_metrics_name_their_pipeline():
     for seed in range(4):
         _, info = env.reset(seed=seed)
         finals.append(env.step(info["references"][-1] if seed else "a dog and a cat")[4])
-    results = env.corpus_metrics(finals)
+    results = corpus_metrics(env, finals)
     utterances, references = [f["utterance"] for f in finals], [list(f["references"]) for f in finals]
     expected = coco_evaluate(utterances, references, "python").metrics()
     assert set(expected) == {"coco_py_bleu4", "coco_py_rouge_l", "coco_py_cider"} and {k: results[k] for k in expected} == expected
     off = gymnasium.make("lm_gym/CommonGen-v0", source="synthetic", split="validation", coco_pipeline="off").unwrapped
-    assert not any(name.startswith("coco") for name in off.corpus_metrics(finals))
+    assert not any(name.startswith("coco") for name in corpus_metrics(off, finals))
     with pytest.raises(ConfigurationError, match="coco_pipeline must be one of"):
         gymnasium.make("lm_gym/CommonGen-v0", source="synthetic", coco_pipeline="perl")
 

@@ -104,7 +104,7 @@ def test_bad_actions_raise_before_any_env_changes():
         venv.step(("fine", "fine", 42, "fine"))
     _, rewards, terminations, _, _ = venv.step(UTTERANCES)  # nothing was lost
     assert terminations.all()
-    assert all(env._sample.prompt == observations[i] for i, env in enumerate(venv.envs))
+    assert all(env.current_sample.prompt == observations[i] for i, env in enumerate(venv.envs))
 
 
 def test_step_before_reset_and_bad_arguments():

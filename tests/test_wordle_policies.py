@@ -8,10 +8,10 @@ from lm_gym.tasks.wordle import WordleEnv, WordleVocabulary
 from lm_gym.tasks.wordle import offline_data
 from lm_gym.tasks.wordle.board import parse_board
 from lm_gym.tasks.wordle.engine import pattern_of, text_to_pattern
+from lm_gym.tasks.wordle.monte_carlo import MonteCarloPolicy
 from lm_gym.tasks.wordle.policies import (
     HumanPolicy,
     InfoGainPolicy,
-    MonteCarloPolicy,
     RandomMixturePolicy,
     RandomPolicy,
     RepeatPolicy,

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from lm_gym.core.vector import episode_info
+from lm_gym.metrics import corpus_metrics
 from lm_gym.results import episode_samples, summarize_episodes
 
 from lm_toolkit.sampling import LogitsHook, Samples, TokenScores, response_log_probs, sample
@@ -147,5 +148,5 @@ def evaluate(venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: boo
             metrics.extend(played.metrics[:counted])
             finals.extend(played.finals[:counted])
     policy.model.train(was_training)
-    corpus = venv.envs[0].corpus_metrics(finals, language_model=perplexity_model)
+    corpus = corpus_metrics(venv, finals, language_model=perplexity_model)
     return summarize_episodes(returns, metrics, corpus), episode_samples(finals, returns)

@@ -7,8 +7,8 @@ from lm_gym.core.errors import (
     LMGymError,
     ResetNeededError,
 )
-from lm_gym.core.text_env import BatchedReward, RewardQuery, Sample, SingleTurnTextEnv, TextEnv
-from lm_gym.core.token_level import TokenLevel, TokenStates
+from lm_gym.core.text_env import BatchedReward, RewardQuery, Sample, SingleTurnTextEnv, TextEnv, score_queries
+from lm_gym.core.token_level import TokenLevel, TokenSettings, TokenStates
 from lm_gym.core.token_vector import TokenVectorEnv
 from lm_gym.core.vector import TextVectorEnv
 
@@ -25,6 +25,8 @@ __all__ = [
     "TextEnv",
     "TextVectorEnv",
     "TokenLevel",
+    "TokenSettings",
     "TokenStates",
     "TokenVectorEnv",
+    "score_queries",
 ]

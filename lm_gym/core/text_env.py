@@ -1,13 +1,43 @@
 """The utterance-level text environment: the base every lm-gym task builds on.
 
 A task is a text game. ``reset()`` returns an observation text, ``step(utterance)`` the next
-one. Observation and action spaces are :func:`~lm_gym.core.spaces.text_space`. A step is
-split in three parts so that a vector env can score many utterances with one batched
-reward call:
+one. Observation and action spaces are :func:`~lm_gym.core.spaces.text_space`.
 
-1. :meth:`TextEnv._prepare_step` validates the action and returns what must be scored,
-2. the task's batched reward function scores it (alone, or with other envs' utterances),
-3. :meth:`TextEnv._finish_step` applies the transition.
+The step protocol
+-----------------
+A step is split in three public parts so that a vector env (or any caller that batches) can
+score many utterances with one batched reward call; ``step(action)`` is exactly these three:
+
+1. :meth:`TextEnv.prepare_step` ``(action) -> (utterance, query)`` validates the action and
+   returns the utterance as the task sees it and the :class:`RewardQuery` its reward model
+   must score (``None`` when the task's reward needs no model). It changes no state, so a
+   refused action (:class:`~lm_gym.core.errors.InvalidActionError`, or
+   :class:`~lm_gym.core.errors.ResetNeededError` outside an episode) loses nothing.
+2. :func:`score_queries` ``(env.reward_fn, queries)`` scores the queries of one or many envs
+   with **one** call of the task's batched reward function.
+3. :meth:`TextEnv.finish_step` ``(utterance, score) -> (observation, reward, terminated,
+   truncated, info)`` applies the transition with the utterance's score (``None`` when its
+   query was ``None``).
+
+For example, two copies of one task stepped with one reward call::
+
+    (u1, q1), (u2, q2) = env1.prepare_step("a reply"), env2.prepare_step("another reply")
+    s1, s2 = score_queries(env1.reward_fn, [q1, q2])
+    result1, result2 = env1.finish_step(u1, s1), env2.finish_step(u2, s2)
+
+:meth:`TextEnv.parse_action` validates an action without stepping (the vector env refuses a
+bad action of a copy it resets instead of stepping). :attr:`SingleTurnTextEnv.current_sample`
+is the dataset sample of the current episode (its prompt, references and metadata).
+
+Writing a task
+--------------
+A subclass of :class:`TextEnv` implements three hooks: ``_new_episode`` (start an episode with
+``self.np_random``), ``_reward_query`` (what the batched ``reward_fn`` scores, or ``None``) and
+``_transition`` (apply an utterance and its score). :class:`SingleTurnTextEnv` implements them
+for one-step tasks over a list of :class:`Sample`. Corpus-level metrics of a whole evaluation
+(BLEU, CIDEr, ...) come from the task hook :meth:`TextEnv.task_corpus_metrics`; the metrics
+package, above the core, adds diversity and perplexity to them: ``corpus_metrics(env, final_infos)``.
+``lm_gym.testing.check_text_env(env)`` checks a task against the whole env contract.
 """
 
 from __future__ import annotations
@@ -71,7 +101,12 @@ class TextEnv(gymnasium.Env[str, str]):
 
     Subclasses implement :meth:`_new_episode`, :meth:`_reward_query` and :meth:`_transition`,
     set ``reward_fn`` (or ``None`` for tasks whose reward needs no model) and may override
-    :meth:`tokenizer_corpus` so a tokenizer can be trained on the task's own text.
+    :meth:`tokenizer_corpus` so a tokenizer can be trained on the task's own text,
+    :meth:`demonstrations` (good play for warm starts) and :meth:`task_corpus_metrics`.
+
+    Public step protocol (see the module docstring): :meth:`prepare_step`, then the batched
+    ``reward_fn`` on its query (:func:`score_queries`), then :meth:`finish_step`; ``step`` is
+    these three for one env. :meth:`parse_action` validates an action without stepping.
 
     Actions must be ``str`` of at most ``action_space.max_length`` characters; characters
     outside the charset are mapped into it by :func:`~lm_gym.core.spaces.to_charset` and
@@ -128,11 +163,13 @@ class TextEnv(gymnasium.Env[str, str]):
         """A cache key and the texts a task tokenizer is trained on (see ``lm_gym.core.tokenizer``)."""
         raise ConfigurationError(f"{type(self).__name__} has no corpus to train a tokenizer on; pass tokenizer=<name or path>")
 
-    def corpus_metrics(self, episodes: Sequence[dict[str, Any]], language_model: Any = None) -> dict[str, float]:
-        """Metrics of a whole evaluation, beyond the means of the episodes' ``info["metrics"]``.
+    def task_corpus_metrics(self, episodes: Sequence[dict[str, Any]]) -> dict[str, float]:
+        """The task's own metrics of a whole evaluation (BLEU, CIDEr, ...), beyond the means of
+        the episodes' ``info["metrics"]``; none by default.
 
-        ``episodes`` are the final step's ``info`` of each episode; ``language_model`` is a
-        ``(model, tokenizer)`` pair or a causal LM's name/path for perplexities. None here.
+        ``episodes`` are the final step's ``info`` of each episode (at least one). Evaluation
+        code calls the metrics package's ``corpus_metrics(env, episodes)``, which adds the
+        metrics every single-turn task shares (diversity, perplexity) to these.
         """
         return {}
 
@@ -151,30 +188,41 @@ class TextEnv(gymnasium.Env[str, str]):
         return self._observe(observation), info
 
     def step(self, action: str) -> StepResult:
-        utterance, query = self._prepare_step(action)
+        utterance, query = self.prepare_step(action)
         score = None if query is None else float(score_queries(self.reward_fn, [query])[0])
-        return self._finish_step(utterance, score)
+        return self.finish_step(utterance, score)
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
             return self._last_observation
         return None
 
-    # ---- the split step ----------------------------------------------------------------
-    def _prepare_step(self, action: Any) -> tuple[str, RewardQuery | None]:
-        """Validate ``action``; return the utterance and its reward query. Changes no state."""
+    # ---- the step protocol: prepare_step, the batched reward, finish_step ----------------
+    def prepare_step(self, action: Any) -> tuple[str, RewardQuery | None]:
+        """The first part of a step: validate ``action``; return its utterance (:meth:`parse_action`)
+        and the :class:`RewardQuery` that ``reward_fn`` must score (``None`` when none).
+
+        Changes no state. Raises :class:`~lm_gym.core.errors.ResetNeededError` before
+        ``reset()`` or after the episode ended, and
+        :class:`~lm_gym.core.errors.InvalidActionError` for an action outside the action space.
+        """
         if self._needs_reset:
             raise ResetNeededError(
                 f"{type(self).__name__}.step() called before reset() or after the episode ended; call reset() first"
             )
-        utterance = self._utterance(action)
+        utterance = self.parse_action(action)
         return utterance, self._reward_query(utterance)
 
-    def _utterance(self, action: Any) -> str:
-        """The utterance of a valid ``action``, mapped into the charset; raises ``InvalidActionError``."""
+    def parse_action(self, action: Any) -> str:
+        """The utterance of ``action`` as the task sees it, without stepping: a ``str`` of at most
+        ``action_space.max_length`` characters, mapped into the charset; anything else raises
+        :class:`~lm_gym.core.errors.InvalidActionError`. Changes no state."""
         return checked_utterance(action, self.action_space.max_length)
 
-    def _finish_step(self, utterance: str, score: float | None) -> StepResult:
+    def finish_step(self, utterance: str, score: float | None) -> StepResult:
+        """The last part of a step: apply ``utterance`` (:meth:`prepare_step`'s) with ``score``, the
+        value ``reward_fn`` gave its query (``None`` when the query was ``None``); returns
+        ``step``'s ``(observation, reward, terminated, truncated, info)``."""
         observation, reward, terminated, truncated, info = self._transition(utterance, score)
         self._needs_reset = terminated or truncated
         return self._observe(observation), reward, terminated, truncated, info
@@ -208,12 +256,25 @@ class SingleTurnTextEnv(TextEnv):
     """A one-step episode per dataset sample: the prompt is observed, one utterance answers it.
 
     Subclasses fill ``self.samples`` and ``self.reward_fn`` and may override
-    :meth:`_episode_metrics`. ``reset(options={"index": i})`` plays sample ``i``; otherwise
-    the sample is drawn uniformly with the env's RNG.
+    :meth:`_episode_metrics` and :meth:`task_corpus_metrics` (:func:`episode_texts` gives the
+    episodes' prompts, utterances and references). ``reset(options={"index": i})`` plays
+    sample ``i``; otherwise the sample is drawn uniformly with the env's RNG.
+    :attr:`current_sample` is the sample being played.
     """
 
     samples: Sequence[Sample]
     reset_options: ClassVar[tuple[str, ...]] = ("index",)
+    _sample: Sample | None = None
+
+    @property
+    def current_sample(self) -> Sample:
+        """The sample of the current episode (of the last one once it ended): its prompt, references and meta.
+
+        Raises :class:`~lm_gym.core.errors.ResetNeededError` before the first ``reset()``.
+        """
+        if self._sample is None:
+            raise ResetNeededError(f"{type(self).__name__} has no current sample before reset(); call reset() first")
+        return self._sample
 
     def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         index = options.get("index")
@@ -221,19 +282,24 @@ class SingleTurnTextEnv(TextEnv):
             index = int(self.np_random.integers(len(self.samples)))
         else:
             index = check_int("options['index']", index, 0, len(self.samples) - 1)
-        self._sample = self.samples[int(index)]
-        return self._sample.prompt, self._sample_info(self._sample)
+        self._sample = sample = self.samples[int(index)]
+        return sample.prompt, self._sample_info(sample)
 
     def _reward_query(self, utterance: str) -> RewardQuery:
-        sample = self._sample
+        sample = self.current_sample
         return RewardQuery(sample.prompt, utterance, sample.references, sample.meta)
 
     def _transition(self, utterance: str, score: float | None) -> StepResult:
-        sample = self._sample
+        sample = self.current_sample
         info = self._sample_info(sample)
         info["utterance"] = utterance
         info["metrics"] = self._episode_metrics(sample, utterance, score)
         return join_text(sample.prompt, utterance), float(score), True, False, info
+
+    def replicate(self) -> SingleTurnTextEnv:
+        clone = super().replicate()
+        clone._sample = None  # the copy's episode has not started
+        return clone
 
     def demonstrations(self) -> list[tuple[str, str]]:
         """Every ``(prompt, reference)`` pair of the split."""
@@ -242,38 +308,18 @@ class SingleTurnTextEnv(TextEnv):
     def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, float]:
         return {"reward": float(score), "num_words": len(utterance.split())}
 
-    def corpus_metrics(self, episodes: Sequence[dict[str, Any]], language_model: Any = None) -> dict[str, float]:
-        """Diversity of the utterances (``lm_gym.metrics.diversity``), the task's own corpus metrics
-        (:meth:`_corpus_metrics`) and, with ``language_model``, ``perplexity_generations`` and
-        ``perplexity_references``: perplexity of the utterances and of the first references, each
-        conditioned on its prompt (corpus perplexity, ``lm_gym.metrics.perplexity``; empty texts are
-        left out).
-        """
-        from lm_gym import metrics
-
-        if not episodes:
-            raise ConfigurationError("corpus_metrics needs at least one episode's final info")
-        prompts = [episode["prompt"] for episode in episodes]
-        utterances = [episode["utterance"] for episode in episodes]
-        references = [list(episode["references"]) for episode in episodes]
-        results = dict(metrics.diversity(utterances))
-        results.update(self._corpus_metrics(prompts, utterances, references))
-        if language_model is not None:
-            model, tokenizer = language_model if isinstance(language_model, tuple) else (language_model, None)
-            for label, texts in (("generations", utterances), ("references", [r[0] for r in references])):
-                scored = [(prompt, text) for prompt, text in zip(prompts, texts, strict=True) if text.strip()]
-                if scored:  # an empty text has no token to score
-                    prefixes, texts = zip(*scored)
-                    results[f"perplexity_{label}"] = metrics.perplexity(list(texts), model, tokenizer, prefixes=list(prefixes))["perplexity"]
-        return results
-
-    def _corpus_metrics(self, prompts: list[str], utterances: list[str], references: list[list[str]]) -> dict[str, float]:
-        """The task's corpus-level metrics (BLEU, CIDEr, ...); none by default."""
-        return {}
-
     @staticmethod
     def _sample_info(sample: Sample) -> dict[str, Any]:
         return {"prompt": sample.prompt, "references": list(sample.references), "meta": dict(sample.meta)}
+
+
+def episode_texts(episodes: Sequence[dict[str, Any]]) -> tuple[list[str], list[str], list[list[str]]]:
+    """The prompts, utterances and reference lists of single-turn episodes' final ``info`` dicts
+    (their ``"prompt"``, ``"utterance"`` and ``"references"``), for corpus metrics."""
+    prompts = [episode["prompt"] for episode in episodes]
+    utterances = [episode["utterance"] for episode in episodes]
+    references = [list(episode["references"]) for episode in episodes]
+    return prompts, utterances, references
 
 
 def checked_utterance(action: Any, max_length: int, name: str = "action") -> str:

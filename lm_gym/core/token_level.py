@@ -17,7 +17,68 @@ from lm_gym.core.validation import check_choice, check_int, check_number, is_int
 MAX_TOKENS = 2**20
 
 
-class TokenLevel(gymnasium.Env):
+class TokenSettings:
+    """The token-level MDP's settings as read-only attributes of the env that plays it.
+
+    :class:`TokenLevel` and :class:`~lm_gym.core.token_vector.TokenVectorEnv` keep their
+    state and rules in :class:`TokenStates` (``self.tokens``); these properties read its
+    settings, so ``env.vocab_size``, ``env.eos_token_id`` and the rest are the MDP's own.
+    """
+
+    tokens: TokenStates
+
+    @property
+    def max_prompt_length(self) -> int:
+        """Prompt tokens kept in the observation."""
+        return self.tokens.max_prompt_length
+
+    @property
+    def max_new_tokens(self) -> int:
+        """The utterance length limit, in tokens."""
+        return self.tokens.max_new_tokens
+
+    @property
+    def min_new_tokens(self) -> int:
+        """EOS is masked (and penalised) before this many tokens."""
+        return self.tokens.min_new_tokens
+
+    @property
+    def prompt_truncation_side(self) -> str:
+        """``"left"`` keeps the end of a long prompt, ``"right"`` its start."""
+        return self.tokens.prompt_truncation_side
+
+    @property
+    def early_eos_penalty(self) -> float:
+        """Subtracted from the reward of an utterance ended by a masked EOS."""
+        return self.tokens.early_eos_penalty
+
+    @property
+    def tokenizer(self) -> Any:
+        """The tokenizer that encodes prompts and decodes utterances."""
+        return self.tokens.tokenizer
+
+    @property
+    def eos_token_id(self) -> int:
+        """The token that ends an utterance."""
+        return self.tokens.eos_token_id
+
+    @property
+    def pad_token_id(self) -> int:
+        """The padding of the observation arrays (the EOS token when the tokenizer has no pad token)."""
+        return self.tokens.pad_token_id
+
+    @property
+    def vocab_size(self) -> int:
+        """``len(tokenizer)``: the action space is ``Discrete(vocab_size)``."""
+        return self.tokens.vocab_size
+
+    @property
+    def max_utterance_chars(self) -> int:
+        """The utterance env's action length limit, in characters."""
+        return self.tokens.max_utterance_chars
+
+
+class TokenLevel(TokenSettings, gymnasium.Env):
     """An utterance-level :class:`~lm_gym.core.text_env.TextEnv` played one token per step.
 
     This is the one implementation of the token-level MDP. ``gymnasium.make(id,
@@ -79,6 +140,9 @@ class TokenLevel(gymnasium.Env):
         min_new_tokens: EOS is masked (and penalised) before this many tokens.
         prompt_truncation_side: ``"left"`` keeps the end of a long prompt, ``"right"`` its start.
         early_eos_penalty: subtracted from the reward of an utterance ended by a masked EOS.
+
+    These settings, and ``tokenizer``, ``eos_token_id``, ``pad_token_id``, ``vocab_size`` and
+    ``max_utterance_chars``, are read-only attributes of the env (:class:`TokenSettings`).
     """
 
     def __init__(
@@ -96,7 +160,6 @@ class TokenLevel(gymnasium.Env):
         self.tokens = TokenStates(
             env, tokenizer, 1, max_prompt_length, max_new_tokens, min_new_tokens, prompt_truncation_side, early_eos_penalty
         )
-        self.tokens.share_settings(self)
         self.metadata = env.metadata
         self.render_mode = env.render_mode
         self.action_space = spaces.Discrete(self.vocab_size)
@@ -207,16 +270,6 @@ class TokenStates:
         self.char_bounds = np.zeros(num_envs, dtype=np.int64)
         self._rows = np.arange(num_envs)
         self._decoded: dict[int, str] = {}  # texts decoded by the character-limit check, for utterance()
-
-    SETTINGS = (
-        "max_prompt_length", "max_new_tokens", "min_new_tokens", "prompt_truncation_side", "early_eos_penalty",
-        "tokenizer", "eos_token_id", "pad_token_id", "vocab_size", "max_utterance_chars",
-    )  # fmt: skip
-
-    def share_settings(self, env: Any) -> None:
-        """Set the MDP's settings (:attr:`SETTINGS`) as attributes of ``env`` too."""
-        for name in self.SETTINGS:
-            setattr(env, name, getattr(self, name))
 
     def observation_space(self) -> spaces.Dict:
         """One copy's observation space: the ``Dict`` of ``int64`` ``Box``es."""

@@ -11,12 +11,12 @@ from gymnasium.vector.utils import batch_space
 
 from lm_gym.core.errors import InvalidActionError, safe_repr
 from lm_gym.core.text_env import TextEnv
-from lm_gym.core.token_level import TokenStates
+from lm_gym.core.token_level import TokenSettings, TokenStates
 from lm_gym.core.validation import is_integer
 from lm_gym.core.vector import NativeVectorEnv
 
 
-class TokenVectorEnv(NativeVectorEnv):
+class TokenVectorEnv(TokenSettings, NativeVectorEnv):
     """``num_envs`` copies of the token-level MDP of one :class:`TextEnv`, stepped with arrays.
 
     ``gymnasium.make_vec(id, N, vectorization_mode="vector_entry_point", action_level="token")``
@@ -74,7 +74,6 @@ class TokenVectorEnv(NativeVectorEnv):
             env, tokenizer, self.num_envs, max_prompt_length, max_new_tokens, min_new_tokens, prompt_truncation_side,
             early_eos_penalty,
         )  # fmt: skip
-        self.tokens.share_settings(self)
         self.single_observation_space = self.tokens.observation_space()
         self.single_action_space = spaces.Discrete(self.vocab_size)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -105,7 +104,7 @@ class TokenVectorEnv(NativeVectorEnv):
         if not (resetting or ends.any()):  # the hot path: every copy only appended a token
             return self._observations(), rewards, terminations, truncations, {}
         ending = np.flatnonzero(ends)
-        results = self._play_utterances({i: self.envs[i]._prepare_step(self.tokens.utterance(i)) for i in ending})
+        results = self._play_utterances({i: self.envs[i].prepare_step(self.tokens.utterance(i)) for i in ending})
         texts: dict[int, str] = {}
         infos: dict[int, dict[str, Any]] = {}
         for i in np.flatnonzero(autoreset):

@@ -99,10 +99,10 @@ class NativeVectorEnv(VectorEnv):
         return self._needs_reset & (self.autoreset_mode == AutoresetMode.NEXT_STEP)
 
     def _play_utterances(self, prepared: dict[int, tuple[str, RewardQuery | None]]) -> dict[int, StepResult]:
-        """Finish the prepared steps (``TextEnv._prepare_step``'s results, by copy), scored with one reward call."""
+        """Finish the prepared steps (:meth:`TextEnv.prepare_step`'s results, by copy), scored with one reward call."""
         scored = [i for i, (_, query) in prepared.items() if query is not None]
         scores = dict(zip(scored, score_queries(self.envs[0].reward_fn, [prepared[i][1] for i in scored]), strict=True))
-        return {i: self.envs[i]._finish_step(utterance, scores.get(i)) for i, (utterance, _) in prepared.items()}
+        return {i: self.envs[i].finish_step(utterance, scores.get(i)) for i, (utterance, _) in prepared.items()}
 
     def _finish(self, texts: dict[int, str], infos: dict[int, dict[str, Any]], terminations: np.ndarray, truncations: np.ndarray):
         """The end of a step: the copies in ``texts`` observe their text, ``"SameStep"`` resets
@@ -192,9 +192,9 @@ class TextVectorEnv(NativeVectorEnv):
         prepared: dict[int, tuple[str, RewardQuery | None]] = {}
         for i, env in enumerate(self.envs):
             if autoreset[i]:
-                env._utterance(actions[i])  # ignored, but a bad one is still refused
+                env.parse_action(actions[i])  # ignored, but a bad one is still refused
             else:
-                prepared[i] = env._prepare_step(actions[i])
+                prepared[i] = env.prepare_step(actions[i])
         results = self._play_utterances(prepared)
 
         rewards = np.zeros(self.num_envs, dtype=np.float64)

@@ -14,12 +14,15 @@ The core install brings METEOR, ROUGE, nltk's BLEU, concept coverage, diversity 
 (what the envs' rewards and per-episode metrics use). The others need an optional extra, imported
 on use, and raise :class:`~lm_gym.core.errors.DataUnavailableError` naming it without:
 ``nlg`` (SacreBLEU, CIDEr-D, the COCO evaluation), ``bertscore`` and ``evaluate`` (:func:`load`).
+:func:`corpus_metrics` gives the corpus metrics of a whole evaluation of an lm-gym task
+(diversity, perplexity and the task's own, such as BLEU and CIDEr).
 """
 
 from lm_gym.metrics.bertscore import bertscore
 from lm_gym.metrics.bleu import corpus_bleu, corpus_sacrebleu
 from lm_gym.metrics.cider import CiderD, cider
 from lm_gym.metrics.coco import CocoEvaluation, coco_evaluate
+from lm_gym.metrics.corpus import corpus_metrics
 from lm_gym.metrics.coverage import concept_coverage
 from lm_gym.metrics.diversity import diversity
 from lm_gym.metrics.meteor import meteor_scores
@@ -39,6 +42,7 @@ __all__ = [
     "coco_evaluate",
     "concept_coverage",
     "corpus_bleu",
+    "corpus_metrics",
     "corpus_rouge",
     "corpus_sacrebleu",
     "diversity",

@@ -15,9 +15,10 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import pytest
-from contract_episodes import env_ids, make, offline_kwargs, to_data
+from contract_episodes import env_ids, make, offline_kwargs
 
 from lm_gym.core.registration import ACTION_LEVELS
+from lm_gym.testing import to_data
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

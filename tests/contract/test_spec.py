@@ -2,8 +2,10 @@
 
 import gymnasium
 import pytest
-from contract_episodes import cases, make, offline_kwargs, play
+from contract_episodes import cases, make, offline_kwargs
 from gymnasium.envs.registration import EnvSpec
+
+from lm_gym.testing import play
 
 
 @pytest.mark.parametrize("env_id, level, kind", cases())
@@ -14,7 +16,7 @@ def test_spec_round_trips_through_json(env_id, level, kind):
     assert spec.entry_point.startswith("lm_gym.envs:") and spec.vector_entry_point.startswith("lm_gym.envs:")
     again = gymnasium.make_vec(spec) if kind == "vector" else gymnasium.make(spec)
     assert type(again.unwrapped) is type(env.unwrapped)
-    assert play(again, level, kind, seed=2, steps=6) == play(env, level, kind, seed=2, steps=6)
+    assert play(again, seed=2, steps=6) == play(env, seed=2, steps=6)
 
 
 @pytest.mark.parametrize("env_id, level, kind", cases())

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from lm_gym.core.errors import require_extra
-from lm_gym.core.text_env import Sample, SingleTurnTextEnv
+from lm_gym.core.text_env import Sample, SingleTurnTextEnv, episode_texts
 from lm_gym.core.validation import check_choice
 from lm_gym.rewards.reference import ReferenceReward
 from lm_gym.tasks.cnn_dailymail.data import load_articles
@@ -59,7 +59,7 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
     ## Episode End
     The episode terminates after one step. ``info["metrics"]`` then holds ``rouge1``,
     ``rouge2``, ``rougeL``, ``rougeLsum``, ``meteor`` and ``num_words``.
-    ``env.unwrapped.corpus_metrics(final_infos)`` adds ``bleu`` (nltk), ``sacrebleu``, the
+    ``lm_gym.metrics.corpus_metrics(env, final_infos)`` adds ``bleu`` (nltk), ``sacrebleu``, the
     diversity metrics (``distinct_1``, ``distinct_2``, ``msttr``, ``unigram_entropy``,
     ``vocab_size``, ``mean_length``) and, given a language model, perplexities; ``sacrebleu``
     needs the ``nlg`` extra (``pip install "lm-gym[nlg]"``; without it ``corpus_metrics`` raises
@@ -134,8 +134,10 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
         results.update(rougeLsum=scored["rougeLsum"], meteor=scored["meteor"], num_words=len(utterance.split()))
         return results
 
-    def _corpus_metrics(self, prompts: list[str], utterances: list[str], references: list[list[str]]) -> dict[str, float]:
+    def task_corpus_metrics(self, episodes: Sequence[dict[str, Any]]) -> dict[str, float]:
+        """Corpus BLEU (nltk) and SacreBLEU of the summaries against the references."""
         from lm_gym import metrics
 
         require_extra("nlg", "lm_gym/CNNDailyMail-v0's evaluation (corpus metric sacrebleu)", "sacrebleu")
+        _, utterances, references = episode_texts(episodes)
         return {"bleu": metrics.corpus_bleu(utterances, references), "sacrebleu": metrics.corpus_sacrebleu(utterances, references)}

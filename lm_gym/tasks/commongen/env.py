@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
 from lm_gym.core.errors import require_extra
-from lm_gym.core.text_env import Sample, SingleTurnTextEnv
+from lm_gym.core.text_env import Sample, SingleTurnTextEnv, episode_texts
 from lm_gym.core.validation import check_choice, check_number
 from lm_gym.rewards.reference import ReferenceReward
 from lm_gym.tasks.commongen.data import load_concept_sets
@@ -92,7 +92,7 @@ class CommonGenEnv(SingleTurnTextEnv):
     The episode terminates after one step. ``info["metrics"]`` then holds ``meteor``,
     ``rouge1``, ``rouge2``, ``rougeL``, ``coverage`` (share of the concepts the sentence uses,
     inflections counted), ``repeats_prompt`` (0/1) and ``num_words``.
-    ``env.unwrapped.corpus_metrics(final_infos)`` adds the corpus metrics of an evaluation:
+    ``lm_gym.metrics.corpus_metrics(env, final_infos)`` adds the corpus metrics of an evaluation:
     ``bleu`` (nltk, multi-reference), ``sacrebleu``, ``cider``, the diversity metrics
     (``distinct_1``, ``distinct_2``, ``msttr``, ``unigram_entropy``, ``vocab_size``,
     ``mean_length``), given a language model perplexities, and the COCO caption evaluation that
@@ -114,7 +114,7 @@ class CommonGenEnv(SingleTurnTextEnv):
     | ``data_dir`` | ``None`` | for ``source="local"``: a directory with the official ``commongen.<split>.jsonl`` (``concept_set``, ``scene``) or hub-schema files (``concepts``, ``target``), or one such file |
     | ``reward`` | ``"meteor"`` | ``"meteor"``, ``"rouge1"``, ``"rouge2"``, ``"rougeL"`` or ``"cider"`` |
     | ``repeat_penalty`` | ``1.0`` | subtracted when the sentence repeats the prompt (0 turns the shaping off) |
-    | ``coco_pipeline`` | ``"python"`` | the COCO evaluation of ``corpus_metrics``: ``"python"`` (no Java: the same numbers on every machine), ``"java"`` (official, adds METEOR 1.5; its jar takes about 20 s to start, once per process), ``"auto"`` (java when a ``java`` is installed) or ``"off"`` |
+    | ``coco_pipeline`` | ``"python"`` | the COCO evaluation of ``task_corpus_metrics``: ``"python"`` (no Java: the same numbers on every machine), ``"java"`` (official, adds METEOR 1.5; its jar takes about 20 s to start, once per process), ``"auto"`` (java when a ``java`` is installed) or ``"off"`` |
     | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
     | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None`` trains a byte-level BPE on the source's train split (cached) |
     | ``max_prompt_length``, ``max_new_tokens`` | ``20``, ``20`` | token level: prompt tokens kept (the last ones), sentence length limit |
@@ -187,12 +187,14 @@ class CommonGenEnv(SingleTurnTextEnv):
         results["num_words"] = len(utterance.split())
         return results
 
-    def _corpus_metrics(self, prompts: list[str], utterances: list[str], references: list[list[str]]) -> dict[str, float]:
+    def task_corpus_metrics(self, episodes: Sequence[dict[str, Any]]) -> dict[str, float]:
+        """Corpus BLEU (nltk), SacreBLEU, CIDEr-D and, unless ``coco_pipeline="off"``, the COCO evaluation."""
         from lm_gym import metrics
         from lm_gym.metrics.coco import coco_evaluate
 
         needed_by = "lm_gym/CommonGen-v0's evaluation (corpus metrics sacrebleu, cider and coco_*)"
         require_extra("nlg", needed_by, "sacrebleu", "pycocoevalcap")
+        _, utterances, references = episode_texts(episodes)
         results = {
             "bleu": metrics.corpus_bleu(utterances, references),
             "sacrebleu": metrics.corpus_sacrebleu(utterances, references),

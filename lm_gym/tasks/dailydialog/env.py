@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from lm_gym.core.errors import ConfigurationError, require_extra, safe_repr
-from lm_gym.core.text_env import Sample, SingleTurnTextEnv
+from lm_gym.core.text_env import Sample, SingleTurnTextEnv, episode_texts
 from lm_gym.core.validation import check_int, check_number, resolve_device
 from lm_gym.rewards.intent import EOU, IntentMeteorReward, NgramActClassifier, TransformersActClassifier
 from lm_gym.tasks.dailydialog.data import ACTS, EMOTIONS, load_dialogues
@@ -69,7 +69,7 @@ class DailyDialogEnv(SingleTurnTextEnv):
     ## Episode End
     The episode terminates after one step. ``info["metrics"]`` then holds ``intent_match``
     (0/1: the intent accuracy), ``meteor``, ``rouge1``, ``rouge2``, ``rougeL`` and
-    ``num_words``. ``env.unwrapped.corpus_metrics(final_infos)`` adds ``bleu`` (nltk),
+    ``num_words``. ``lm_gym.metrics.corpus_metrics(env, final_infos)`` adds ``bleu`` (nltk),
     ``sacrebleu``, the diversity metrics (``distinct_1``, ``distinct_2``, ``msttr``,
     ``unigram_entropy``, ``vocab_size``, ``mean_length``) and, given a language model,
     perplexities; ``sacrebleu`` needs the ``nlg`` extra (``pip install "lm-gym[nlg]"``; without
@@ -172,8 +172,10 @@ class DailyDialogEnv(SingleTurnTextEnv):
         results["num_words"] = len(utterance.split())
         return results
 
-    def _corpus_metrics(self, prompts: list[str], utterances: list[str], references: list[list[str]]) -> dict[str, float]:
+    def task_corpus_metrics(self, episodes: Sequence[dict[str, Any]]) -> dict[str, float]:
+        """Corpus BLEU (nltk) and SacreBLEU of the utterances against the references."""
         from lm_gym import metrics
 
         require_extra("nlg", "lm_gym/DailyDialog-v0's evaluation (corpus metric sacrebleu)", "sacrebleu")
+        _, utterances, references = episode_texts(episodes)
         return {"bleu": metrics.corpus_bleu(utterances, references), "sacrebleu": metrics.corpus_sacrebleu(utterances, references)}

@@ -66,8 +66,9 @@ class IMDBEnv(SingleTurnTextEnv):
 
     ## Episode End
     The episode terminates after one step. ``info["metrics"]`` then holds ``sentiment``
-    (the reward) and ``num_words`` of the continuation. ``env.unwrapped.corpus_metrics(final_infos)``
-    gives the corpus metrics of an evaluation: the diversity of the continuations
+    (the reward) and ``num_words`` of the continuation.
+    ``lm_gym.metrics.corpus_metrics(env, final_infos)`` gives the corpus metrics of an
+    evaluation: the diversity of the continuations
     (``distinct_1``, ``distinct_2``, ``msttr``, ``unigram_entropy``, ``vocab_size``,
     ``mean_length``) and, with ``language_model=(model, tokenizer)`` or a causal LM's name/path
     (a fixed LM; the baselines' ``--perplexity-model``), ``perplexity_generations`` and

@@ -87,7 +87,7 @@ class RedditEnv(SingleTurnTextEnv):
     value under the reward's own name (``toxicity``, ``noised_toxicity``, ``upvotes_real`` or
     ``upvotes_model``), ``num_words``, and: ``toxicity`` (the level before noise) with
     ``noised_toxicity``, ``in_dataset`` (0/1: the reply is a comment of the source) with
-    ``upvotes_real``. ``env.unwrapped.corpus_metrics(final_infos)`` gives the diversity of the
+    ``upvotes_real``. ``lm_gym.metrics.corpus_metrics(env, final_infos)`` gives the diversity of the
     replies and, given a language model, perplexities.
 
     ## Arguments
@@ -217,7 +217,7 @@ class RedditEnv(SingleTurnTextEnv):
         return observation, info
 
     def _reward_query(self, utterance: str) -> RewardQuery:
-        sample = self._sample
+        sample = self.current_sample
         return RewardQuery(sample.prompt, utterance, sample.references, {**sample.meta, "reward_seed": self._reward_seed})
 
     def _transition(self, utterance: str, score: float | None) -> StepResult:

@@ -77,7 +77,8 @@ def comment_trajectories(
             for index in indices:
                 observation, _ = env.reset(seed=seed + index, options={"index": index})
                 observations.append(observation)
-                queries.append(env._reward_query(env.samples[index].references[0]))
+                _, query = env.prepare_step(env.current_sample.references[0])  # the real comment as the reply
+                queries.append(query)
             rewards = env.scale_reward(score_queries(env.reward_fn, queries))
             for index, observation, query, reward in zip(indices, observations, queries, rewards):
                 rows.append({

@@ -13,6 +13,7 @@ from lm_gym.core.text_env import StepResult, TextEnv, play_policy
 from lm_gym.core.validation import check_choice, check_int, check_number
 from lm_gym.tasks.wordle.board import INVALID, UNKNOWN, board_text, feedback_line
 from lm_gym.tasks.wordle.engine import ALL_GREEN, pattern_table, pattern_to_text
+from lm_gym.tasks.wordle.policies import InfoGainPolicy
 from lm_gym.tasks.wordle.vocabulary import WordleVocabulary, default_vocabulary, is_word
 
 MODES = ("filtering", "hidden_word")
@@ -196,8 +197,6 @@ class WordleEnv(TextEnv):
 
     def demonstrations(self, num_games: int = 500, seed: int = 0) -> list[tuple[str, str]]:
         """``(board, guess)`` pairs of ``num_games`` seeded games of the information-gain policy."""
-        from lm_gym.tasks.wordle.policies import InfoGainPolicy
-
         game = WordleEnv(vocabulary=self.vocabulary, mode="hidden_word", max_guesses=self.max_guesses)
         return play_policy(game, InfoGainPolicy(self.vocabulary), num_games, seed)
 

@@ -111,8 +111,12 @@ def encode_words(words: Sequence[str]) -> np.ndarray:
 def read_words(path: str | Path, name: str = "path") -> list[str]:
     """The distinct five-letter words of a word file, in order; warns how many lines were dropped."""
     path = check_path(name, path)
-    if not path.is_file():
-        raise DataUnavailableError(f"{name}={str(path)!r} does not exist (expected one five-letter word per line)")
+    try:
+        is_file = path.is_file()
+    except (OSError, ValueError):  # a name no file system takes: too long, or with a NUL byte
+        is_file = False
+    if not is_file:
+        raise DataUnavailableError(f"{name}={str(path)!r:.200} does not exist (expected one five-letter word per line)")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as error:

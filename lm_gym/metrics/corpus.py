@@ -1,0 +1,77 @@
+"""Corpus metrics of a whole evaluation of an lm-gym task: what is computed over all episodes at once.
+
+The means of the episodes' ``info["metrics"]`` are per-episode numbers; :func:`corpus_metrics`
+gives the rest: the task's own corpus metrics (:meth:`~lm_gym.core.text_env.TextEnv.task_corpus_metrics`:
+BLEU, CIDEr, ...) and, for single-turn tasks, the lexical diversity of the utterances and,
+with a language model, the perplexity of the utterances and of the references::
+
+    finals = [...]  # the final step's info of each evaluation episode
+    results = lm_gym.metrics.corpus_metrics(env, finals, language_model="gpt2")
+
+This lives above :mod:`lm_gym.core`: the env base class keeps only the task hook and knows
+nothing of the metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.text_env import SingleTurnTextEnv, TextEnv, episode_texts
+from lm_gym.core.token_level import TokenLevel
+from lm_gym.core.vector import NativeVectorEnv
+from lm_gym.metrics.diversity import diversity
+from lm_gym.metrics.perplexity import perplexity
+
+
+def corpus_metrics(env: Any, episodes: Sequence[dict[str, Any]], language_model: Any = None) -> dict[str, float]:
+    """Metrics of a whole evaluation of ``env``'s task, beyond the means of the episodes' ``info["metrics"]``.
+
+    Args:
+        env: the task's env: a :class:`~lm_gym.core.text_env.TextEnv`, an env made by
+            ``gymnasium.make`` (utterance or token level) or a native vector env (its first copy).
+        episodes: the final step's ``info`` of each episode (at least one).
+        language_model: ``None`` (no perplexity), a causal LM's name/path, or a ``(model,
+            tokenizer)`` pair, for ``perplexity_generations`` and ``perplexity_references``.
+
+    Returns, for a single-turn task (:class:`~lm_gym.core.text_env.SingleTurnTextEnv`): the
+    :func:`~lm_gym.metrics.diversity` of the utterances, the task's own corpus metrics
+    (``env.task_corpus_metrics(episodes)``) and, with ``language_model``,
+    ``perplexity_generations`` and ``perplexity_references``: the corpus perplexity
+    (:func:`~lm_gym.metrics.perplexity`) of the utterances and of the first references, each
+    conditioned on its prompt (empty texts are left out). For another task: its own corpus
+    metrics only.
+    """
+    task = text_env_of(env)
+    if not episodes:
+        raise ConfigurationError("corpus_metrics needs at least one episode's final info")
+    if not isinstance(task, SingleTurnTextEnv):
+        return dict(task.task_corpus_metrics(episodes))
+    prompts, utterances, references = episode_texts(episodes)
+    results = dict(diversity(utterances))
+    results.update(task.task_corpus_metrics(episodes))
+    if language_model is not None:
+        model, tokenizer = language_model if isinstance(language_model, tuple) else (language_model, None)
+        for label, texts in (("generations", utterances), ("references", [r[0] for r in references])):
+            scored = [(prompt, text) for prompt, text in zip(prompts, texts, strict=True) if text.strip()]
+            if scored:  # an empty text has no token to score
+                prefixes, texts = zip(*scored)
+                scores = perplexity(list(texts), model, tokenizer, prefixes=list(prefixes))
+                results[f"perplexity_{label}"] = scores["perplexity"]
+    return results
+
+
+def text_env_of(env: Any) -> TextEnv:
+    """The utterance-level :class:`~lm_gym.core.text_env.TextEnv` of ``env``: itself, the env under
+    Gymnasium's wrappers, a token-level env's inner env, or a native vector env's first copy."""
+    task = getattr(env, "unwrapped", env)
+    if isinstance(task, NativeVectorEnv):
+        task = task.envs[0]
+    if isinstance(task, TokenLevel):
+        task = getattr(task.env, "unwrapped", task.env)
+    if not isinstance(task, TextEnv):
+        raise ConfigurationError(
+            f"env must be an lm-gym env (a TextEnv, or made from one), got {type(env).__name__}: {safe_repr(env)}"
+        )
+    return task

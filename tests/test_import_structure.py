@@ -1,0 +1,111 @@
+"""The package's import arrows point one way (DESIGN.md §3): read off the source with ``ast``.
+
+Every import statement counts, also those inside functions (a function-local import that
+dodges a cycle is still a cycle) and under ``if TYPE_CHECKING``.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "lm_gym"
+TASK_PACKAGES = sorted(path.parent for path in (PACKAGE / "tasks").glob("*/__init__.py"))
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The absolute names of the modules ``path`` imports (``from m import n``: ``m.n`` when that is a
+    module, else ``m``).
+
+    A package's ``__init__`` that Python runs before a submodule is not counted: ``from p.m import
+    n`` is an arrow to ``p.m``, and a package's ``__init__`` importing its own modules is no cycle.
+    """
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:  # a submodule, or a name defined in the module ``base``
+                names.add(f"{base}.{alias.name}" if module_exists(f"{base}.{alias.name}") else base)
+    return names
+
+
+def module_exists(name: str) -> bool:
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def import_graph(package: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports."""
+    modules = {module_name(path): path for path in package.rglob("*.py")}
+    return {
+        name: {other for other in imported_modules(path) if other in modules and other != name}
+        for name, path in modules.items()
+    }
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of ``graph`` as the list of its modules (the first repeated at the end), or ``None``."""
+    state: dict[str, str] = {}  # "active" while on the depth-first path, "done" after
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = "active"
+        for neighbour in sorted(graph[node]):
+            if state.get(neighbour) == "active":
+                return [*path[path.index(neighbour) :], neighbour]
+            if neighbour not in state and (cycle := visit(neighbour, [*path, neighbour])):
+                return cycle
+        state[node] = "done"
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start, [start])):
+            return cycle
+    return None
+
+
+def test_the_checker_finds_cycles_through_function_local_and_relative_imports(tmp_path, monkeypatch):
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+    package = tmp_path / "lm_gym" / "tasks" / "game"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("from lm_gym.tasks.game.env import GameEnv\n")
+    (package / "env.py").write_text(
+        "import lm_gym.metrics\n\ndef demonstrations():\n    from .policies import Expert\n"
+    )
+    (package / "policies.py").write_text("from lm_gym.tasks.game import env\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "lm_gym")
+    assert imported_modules(package / "env.py") == {"lm_gym.metrics", "lm_gym.tasks.game.policies"}
+    cycle = find_cycle(import_graph(package))
+    assert cycle == ["lm_gym.tasks.game.env", "lm_gym.tasks.game.policies", "lm_gym.tasks.game.env"]
+
+
+@pytest.mark.parametrize("package", TASK_PACKAGES, ids=lambda path: path.name)
+def test_task_package_imports_have_no_cycle(package):
+    graph = import_graph(package)
+    assert len(graph) > 1
+    cycle = find_cycle(graph)
+    assert cycle is None, f"{package.name}: import cycle {' -> '.join(cycle)}"
+
+
+def test_core_imports_nothing_above_it():
+    """``lm_gym.core`` is the bottom layer: no import of lm_gym.metrics, lm_gym.tasks or any other part of lm_gym."""
+    above = {
+        f"{path.relative_to(PACKAGE.parent)}: {name}"
+        for path in (PACKAGE / "core").rglob("*.py")
+        for name in imported_modules(path)
+        if (name == "lm_gym" or name.startswith("lm_gym.")) and not name.startswith("lm_gym.core")
+    }
+    assert not above, sorted(above)
