@@ -89,7 +89,7 @@ class TopPMask:
 
     # ---- the sampling hook
     def start(self, queries: Sequence[Sequence[int]]) -> None:
-        self.prefix, self.packed = Prefix(self.mask_model, queries, self.pad_id), []
+        self.prefix, self.packed = Prefix(self.mask_model, queries, self.pad_id, growing=True), []
 
     def __call__(self, position: int, logits: torch.Tensor, hidden) -> torch.Tensor:
         # the mask model's distribution under the same protocol (EOS impossible before min_new_tokens)
