@@ -40,9 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import tyro
+
 from lm_toolkit.arguments import OnlineArgs, Rule, at_least, check_args, within
 from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
-from lm_toolkit.objectives import Stats, anneal, TurnBatch, clipped_surrogate, optimizer_step
+from lm_toolkit.objectives import Stats, TurnBatch, anneal, clipped_surrogate, optimizer_step
 from lm_toolkit.rollouts import TextPolicy, evaluate, play_round
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.tasks import make_vector_env, task_lengths
@@ -83,8 +84,12 @@ def group_advantages(returns: np.ndarray, group_size: int, rloo: bool, scale_rew
 def main(args: Args) -> dict:
     algorithm = "rloo" if args.rloo else "grpo"
     env_kwargs, model_config = check_args(
-        args, "grpo.py", num_prompts=at_least(1), group_size=Rule(lambda v: v >= 2, ">= 2 (a group needs others to compare with)"),
-        num_minibatches=within(1, args.num_prompts, text="in [1, num_prompts]"), beta=at_least(0),
+        args,
+        "grpo.py",
+        num_prompts=at_least(1),
+        group_size=Rule(lambda v: v >= 2, ">= 2 (a group needs others to compare with)"),
+        num_minibatches=within(1, args.num_prompts, text="in [1, num_prompts]"),
+        beta=at_least(0),
     )
     lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens)
     device, autocast = setup(args)
@@ -99,7 +104,9 @@ def main(args: Args) -> dict:
     source = run.source(args.init_from or args.model_name)
     tokenizer = load_tokenizer(train_env.envs[0], source)
     policy = load_policy(source, model_config, tokenizer, args.seed, causal_only="grpo.py").to(device).eval()
-    reference = frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None) if args.beta > 0 else None
+    reference = (
+        frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None) if args.beta > 0 else None
+    )
     optimizer = torch.optim.AdamW(policy.parameters(), lr=args.learning_rate, eps=1e-5)
     if run.resuming:
         optimizer.load_state_dict(run.restore()["optimizer"])
@@ -107,13 +114,19 @@ def main(args: Args) -> dict:
 
     def evaluation():
         with autocast:
-            return evaluate(eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model)
+            return evaluate(
+                eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model
+            )
 
     def save() -> None:
         models = {"reference": reference} if reference is not None else {}
         run.save(policy, tokenizer, {"optimizer": optimizer.state_dict()}, models=models, frozen=["reference"])
 
-    run.begin([policy], f"{args.num_prompts} groups of {args.group_size} x {args.iterations} iterations, beta {args.beta:g}", evaluation)
+    run.begin(
+        [policy],
+        f"{args.num_prompts} groups of {args.group_size} x {args.iterations} iterations, beta {args.beta:g}",
+        evaluation,
+    )
     for iteration in run.steps(args.iterations):
         anneal(optimizer, args.learning_rate, iteration, args.iterations, args.anneal_lr)
 
@@ -156,7 +169,9 @@ def main(args: Args) -> dict:
                 with autocast:
                     new_log_probs = actor.score(*batch.rows(mb)).log_probs
                 m = token_mask[mb]
-                pg_loss, pg_stats = clipped_surrogate(new_log_probs, batch.old_log_probs[mb], turn_advantages[mb], m, args.clip_coef)
+                pg_loss, pg_stats = clipped_surrogate(
+                    new_log_probs, batch.old_log_probs[mb], turn_advantages[mb], m, args.clip_coef
+                )
                 kl_loss = torch.zeros((), device=device)
                 if reference is not None and not args.rloo:
                     ref_gap = (ref_log_probs[mb] - new_log_probs) * m
@@ -164,7 +179,9 @@ def main(args: Args) -> dict:
                 optimizer_step(optimizer, pg_loss + args.beta * kl_loss, policy.parameters(), args.max_grad_norm)
                 stats.add(pg_loss=pg_loss, kl_loss=kl_loss, **pg_stats)
 
-        row = run.rollout_row(rollout.returns, rollout.mean_metrics(), token_mask, optimizer, iteration_start, rollout_seconds)
+        row = run.rollout_row(
+            rollout.returns, rollout.mean_metrics(), token_mask, optimizer, iteration_start, rollout_seconds
+        )
         row |= {"kl": float(token_kl.sum(1).mean()), **stats.means()}
         if run.end_step(row, evaluate=evaluation, save=save, show=("mean_return", "kl")):
             break

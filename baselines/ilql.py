@@ -57,7 +57,6 @@ Examples::
     # the BC baselines on the same data: sft.py --dataset (all of it) and --top-fraction 0.1 (%BC)
 """
 
-
 from __future__ import annotations
 
 import copy
@@ -71,16 +70,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 import tyro
+from torch import nn
+
 from lm_toolkit.arguments import OfflineArgs, above, at_least, check_args, integer, optional, within
 from lm_toolkit.models import check_positions, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, adamw, batch_indices, optimizer_step, warmup_schedule
+from lm_toolkit.offline import Turns, encode_turns, trajectories_or_references
 from lm_toolkit.rollouts import TextPolicy, evaluate
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.sampling import Prefix
-from lm_toolkit.offline import Turns, encode_turns, trajectories_or_references
 from lm_toolkit.tasks import make_vector_env, task_lengths
 from lm_toolkit.tokens import supervised_batch
-from torch import nn
 
 HEADS_FILE = "ilql_heads.pt"
 
@@ -127,7 +127,9 @@ class Args(OfflineArgs):
 def collate(turns: Turns, index: np.ndarray, pad_id: int, device) -> dict[str, Any]:
     """A batch of turns: right-padded ``observation + utterance + EOS`` with the action tokens marked, and
     the next observations (left-padded, as the toolkit's :class:`~lm_toolkit.sampling.Prefix` reads prompts)."""
-    batch = supervised_batch([turns.prompts[i] for i in index], [turns.actions[i] for i in index], pad_id, False, device)
+    batch = supervised_batch(
+        [turns.prompts[i] for i in index], [turns.actions[i] for i in index], pad_id, False, device
+    )
     following = [turns.next_prompts[i] for i in index if turns.next_prompts[i] is not None]
     return {
         "input_ids": batch["input_ids"],
@@ -154,7 +156,9 @@ class ILQLHeads(nn.Module):
         super().__init__()
 
         def mlp(outputs: int) -> nn.Sequential:
-            return nn.Sequential(nn.Linear(hidden_size, 2 * hidden_size), nn.ReLU(), nn.Linear(2 * hidden_size, outputs))
+            return nn.Sequential(
+                nn.Linear(hidden_size, 2 * hidden_size), nn.ReLU(), nn.Linear(2 * hidden_size, outputs)
+            )
 
         self.q1, self.q2, self.v = mlp(vocab_size), mlp(vocab_size), mlp(1)
         self.target_q1 = copy.deepcopy(self.q1).requires_grad_(False)
@@ -207,7 +211,14 @@ def cql_loss(q_values: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(q_values.float(), actions, reduction="none")
 
 
-def bellman_targets(values: torch.Tensor, action_mask: torch.Tensor, rewards: torch.Tensor, dones: torch.Tensor, next_turn_values: torch.Tensor, gamma: float) -> torch.Tensor:
+def bellman_targets(
+    values: torch.Tensor,
+    action_mask: torch.Tensor,
+    rewards: torch.Tensor,
+    dones: torch.Tensor,
+    next_turn_values: torch.Tensor,
+    gamma: float,
+) -> torch.Tensor:
     """Q targets of the action tokens of a batch of turns, shape (B, L - 1), 0 where no action.
 
     Position ``j`` holds the target of ``Q(s_j, token_{j+1})``: ``values`` (B, L) is V at every
@@ -223,12 +234,16 @@ def bellman_targets(values: torch.Tensor, action_mask: torch.Tensor, rewards: to
     return (reward + gamma * bootstrap) * is_action
 
 
-def perturbed_logits(policy_logits: torch.Tensor, target_q: torch.Tensor, value: torch.Tensor, beta: float) -> torch.Tensor:
+def perturbed_logits(
+    policy_logits: torch.Tensor, target_q: torch.Tensor, value: torch.Tensor, beta: float
+) -> torch.Tensor:
     """ILQL's decoding distribution: ``log pi(.|s) + beta * (Q(s, .) - V(s))`` (unnormalized log-probabilities)."""
     return F.log_softmax(policy_logits.float(), dim=-1) + beta * (target_q.float() - value.float()[..., None])
 
 
-def ilql_losses(policy, value_trunk, heads: ILQLHeads, batch: dict[str, Any], args: Args) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def ilql_losses(
+    policy, value_trunk, heads: ILQLHeads, batch: dict[str, Any], args: Args
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The training loss of a batch of turns and its parts."""
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
     policy_hidden = hidden_states(policy.base_model, inputs)
@@ -240,7 +255,9 @@ def ilql_losses(policy, value_trunk, heads: ILQLHeads, batch: dict[str, Any], ar
     values = heads.value(value_hidden).float()  # V after every token
     with torch.no_grad():
         next_turn_values = next_state_values(policy.base_model if value_trunk is None else value_trunk, heads, batch)
-        targets = bellman_targets(values.detach(), batch["action_mask"], batch["rewards"], batch["dones"], next_turn_values, args.gamma)[selected]
+        targets = bellman_targets(
+            values.detach(), batch["action_mask"], batch["rewards"], batch["dones"], next_turn_values, args.gamma
+        )[selected]
         target_q = heads.target_q(states_q).float().gather(1, actions[:, None]).squeeze(1)
     q1, q2 = heads.q1(states_q).float(), heads.q2(states_q).float()
     q1_taken, q2_taken = q1.gather(1, actions[:, None]).squeeze(1), q2.gather(1, actions[:, None]).squeeze(1)
@@ -256,7 +273,14 @@ def ilql_losses(policy, value_trunk, heads: ILQLHeads, batch: dict[str, Any], ar
     else:
         policy_term = token_nll.mean()
     loss = q_loss + v_loss + args.cql_weight * cql + args.awac_weight * policy_term
-    parts = {"q_loss": q_loss, "v_loss": v_loss, "cql_loss": cql, "policy_loss": policy_term, "mean_q": q1_taken.mean(), "mean_v": state_values.mean()}
+    parts = {
+        "q_loss": q_loss,
+        "v_loss": v_loss,
+        "cql_loss": cql,
+        "policy_loss": policy_term,
+        "mean_q": q1_taken.mean(),
+        "mean_v": state_values.mean(),
+    }
     return loss, parts
 
 
@@ -269,7 +293,9 @@ class QSteering:
         self.needs_hidden = value_trunk is None  # the policy's own hidden states carry the heads
 
     def start(self, queries) -> None:
-        self.trunk = Prefix(self.value_trunk, queries, self.pad_id, with_hidden=True) if self.value_trunk is not None else None
+        self.trunk = (
+            Prefix(self.value_trunk, queries, self.pad_id, with_hidden=True) if self.value_trunk is not None else None
+        )
 
     def __call__(self, position: int, logits: torch.Tensor, hidden: torch.Tensor | None) -> torch.Tensor:
         state = hidden if self.trunk is None else self.trunk.hidden
@@ -288,9 +314,18 @@ class QSteering:
 
 def main(args: Args) -> dict[str, Any]:
     env_kwargs, model_config = check_args(
-        args, "ilql.py", max_trajectories=optional(integer(1)), warmup_steps=integer(0), gamma=within(0, 1),
-        tau=within(0, 1, open_low=True), polyak=within(0, 1, open_low=True), max_awac_weight=above(0),
-        cql_weight=at_least(0), awac_weight=at_least(0), awac_beta=at_least(0), beta=at_least(0),
+        args,
+        "ilql.py",
+        max_trajectories=optional(integer(1)),
+        warmup_steps=integer(0),
+        gamma=within(0, 1),
+        tau=within(0, 1, open_low=True),
+        polyak=within(0, 1, open_low=True),
+        max_awac_weight=above(0),
+        cql_weight=at_least(0),
+        awac_weight=at_least(0),
+        awac_beta=at_least(0),
+        beta=at_least(0),
     )
     if args.policy_loss not in ("bc", "awac"):
         raise ValueError(f"--policy-loss must be 'bc' or 'awac', got {args.policy_loss!r}")
@@ -302,13 +337,21 @@ def main(args: Args) -> dict[str, Any]:
     tokenizer = load_tokenizer(gymnasium.make(args.env_id, **env_kwargs).unwrapped, run.source(args.model_name))
     dataset = trajectories_or_references(args.dataset, args.env_id, env_kwargs, args.max_trajectories)
     turns = encode_turns(dataset, tokenizer, lengths)
-    policy = load_policy(run.source(args.model_name), model_config, tokenizer, args.seed, causal_only="ilql.py").to(device).train()
+    policy = (
+        load_policy(run.source(args.model_name), model_config, tokenizer, args.seed, causal_only="ilql.py")
+        .to(device)
+        .train()
+    )
     check_positions(policy, lengths.max_prompt_length, lengths.max_new_tokens)
     value_trunk = None
     if args.separate_trunk:
         from transformers import AutoModel
 
-        value_trunk = AutoModel.from_pretrained(run.checkpoint_dir / "value_trunk") if run.resuming else copy.deepcopy(policy.base_model)
+        value_trunk = (
+            AutoModel.from_pretrained(run.checkpoint_dir / "value_trunk")
+            if run.resuming
+            else copy.deepcopy(policy.base_model)
+        )
         value_trunk.to(device).train()
     heads = ILQLHeads(policy.config.hidden_size, policy.get_output_embeddings().out_features).to(device)
     trainable = [policy, heads, value_trunk]
@@ -323,14 +366,26 @@ def main(args: Args) -> dict[str, Any]:
         scheduler.load_state_dict(state["scheduler"])
 
     # ---- evaluation: the steered policy on the validation split, as every baseline evaluates
-    eval_env = make_vector_env(args.env_id, env_kwargs, "validation", min(args.eval_batch_size, args.eval_episodes)) if args.eval_episodes else None
-    actor = TextPolicy(policy, tokenizer, lengths, args.temperature, hook=QSteering(heads, value_trunk, tokenizer.pad_token_id, args.beta))
+    eval_env = (
+        make_vector_env(args.env_id, env_kwargs, "validation", min(args.eval_batch_size, args.eval_episodes))
+        if args.eval_episodes
+        else None
+    )
+    actor = TextPolicy(
+        policy,
+        tokenizer,
+        lengths,
+        args.temperature,
+        hook=QSteering(heads, value_trunk, tokenizer.pad_token_id, args.beta),
+    )
 
     def evaluation():
         if value_trunk is not None:
             value_trunk.eval()
         with autocast:
-            result = evaluate(eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model)
+            result = evaluate(
+                eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model
+            )
         if value_trunk is not None:
             value_trunk.train()
         return result
@@ -341,21 +396,45 @@ def main(args: Args) -> dict[str, Any]:
         run.save(policy, tokenizer, state, models=models, files={HEADS_FILE: heads.state_dict()})
 
     trunks = "separate" if value_trunk is not None else "shared"
-    run.begin(trainable, f"{len(dataset)} trajectories, {len(turns.rewards)} turns, {trunks} trunk, {total_steps} steps", evaluation)
+    run.begin(
+        trainable,
+        f"{len(dataset)} trajectories, {len(turns.rewards)} turns, {trunks} trunk, {total_steps} steps",
+        evaluation,
+    )
     window = Stats()
     for step in run.steps(total_steps):
         step_start = time.time()
-        batch = collate(turns, batch_indices(args.seed, step, steps_per_epoch, args.batch_size, len(turns.rewards)), tokenizer.pad_token_id, device)
+        batch = collate(
+            turns,
+            batch_indices(args.seed, step, steps_per_epoch, args.batch_size, len(turns.rewards)),
+            tokenizer.pad_token_id,
+            device,
+        )
         with autocast:
             loss, parts = ilql_losses(policy, value_trunk, heads, batch, args)
-        optimizer_step(optimizer, loss, [p for module in trainable if module is not None for p in module.parameters()], args.grad_clip)
+        optimizer_step(
+            optimizer,
+            loss,
+            [p for module in trainable if module is not None for p in module.parameters()],
+            args.grad_clip,
+        )
         scheduler.step()
         heads.update_targets(args.polyak)
 
         seconds = time.time() - step_start
-        run.count(tokens=int(batch["attention_mask"].sum()), token_seconds=seconds, episodes=len(batch["rewards"]), episode_seconds=seconds)
+        run.count(
+            tokens=int(batch["attention_mask"].sum()),
+            token_seconds=seconds,
+            episodes=len(batch["rewards"]),
+            episode_seconds=seconds,
+        )
         window.add(loss=loss, **parts)
-        if run.end_step(run.window_row(window, lr=scheduler.get_last_lr()[0]), evaluate=evaluation, save=save, show=("loss", "mean_q")):
+        if run.end_step(
+            run.window_row(window, lr=scheduler.get_last_lr()[0]),
+            evaluate=evaluation,
+            save=save,
+            show=("loss", "mean_q"),
+        ):
             break
     return run.finish(device)
 

@@ -34,6 +34,7 @@ import numpy as np
 import ppo
 import torch
 import tyro
+
 from lm_toolkit.arguments import check_flags, integer, within
 from lm_toolkit.models import frozen_copy
 from lm_toolkit.rollouts import Turn
@@ -93,7 +94,9 @@ class TopPMask:
 
     def __call__(self, position: int, logits: torch.Tensor, hidden) -> torch.Tensor:
         # the mask model's distribution under the same protocol (EOS impossible before min_new_tokens)
-        mask_log_probs = log_probs_of(self.prefix.logits[:, None], 1.0, self.eos_id, self.min_new_tokens, position)[:, 0]
+        mask_log_probs = log_probs_of(self.prefix.logits[:, None], 1.0, self.eos_id, self.min_new_tokens, position)[
+            :, 0
+        ]
         keep = top_p_keep(mask_log_probs, self.top_p)
         self.vocab_size = keep.shape[-1]
         self.packed.append(pack_bits(keep))

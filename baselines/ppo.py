@@ -46,14 +46,15 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 import tyro
+from torch import nn
+
 from lm_toolkit.arguments import OnlineArgs, above, at_least, check_args, optional, within
 from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
-from lm_toolkit.objectives import Stats, anneal, TurnBatch, clipped_surrogate, optimizer_step
+from lm_toolkit.objectives import Stats, TurnBatch, anneal, clipped_surrogate, optimizer_step
 from lm_toolkit.rollouts import TextPolicy, Turn, evaluate, play_round
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.sampling import LogitsHook
 from lm_toolkit.tasks import make_vector_env, task_lengths
-from torch import nn
 
 
 @dataclass
@@ -95,7 +96,9 @@ class ActionMask(Protocol):
         """Called after each iteration's update (NLPO refreshes its mask model here)."""
 
 
-def gae(turns: list[Turn], token_rewards: np.ndarray, values: np.ndarray, num_envs: int, gamma: float, gae_lambda: float) -> np.ndarray:
+def gae(
+    turns: list[Turn], token_rewards: np.ndarray, values: np.ndarray, num_envs: int, gamma: float, gae_lambda: float
+) -> np.ndarray:
     """Advantages per token: GAE over each episode's tokens, its turns processed last to first."""
     advantages = np.zeros_like(token_rewards)
     next_value, next_advantage = np.zeros(num_envs), np.zeros(num_envs)
@@ -114,8 +117,14 @@ def gae(turns: list[Turn], token_rewards: np.ndarray, values: np.ndarray, num_en
 def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMask] | None = None) -> dict:
     """Train; ``action_mask(policy, tokenizer, lengths, run)`` builds the restriction that makes this NLPO."""
     env_kwargs, model_config = check_args(
-        args, f"{algorithm}.py", num_envs=at_least(1), num_minibatches=within(1, args.num_envs, text="in [1, num_envs]"),
-        gamma=within(0, 1), gae_lambda=within(0, 1), kl_coef=at_least(0), kl_target=optional(above(0)),
+        args,
+        f"{algorithm}.py",
+        num_envs=at_least(1),
+        num_minibatches=within(1, args.num_envs, text="in [1, num_envs]"),
+        gamma=within(0, 1),
+        gae_lambda=within(0, 1),
+        kl_coef=at_least(0),
+        kl_target=optional(above(0)),
     )
     lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens)
     device, autocast = setup(args)
@@ -128,7 +137,9 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
     # Models: the policy with a value head on its last hidden states, and the frozen reference.
     source = run.source(args.init_from or args.model_name)
     tokenizer = load_tokenizer(train_env.envs[0], source)
-    policy = load_policy(source, model_config, tokenizer, args.seed).to(device).eval()  # dropout off: rollout and update log-probs agree
+    policy = (
+        load_policy(source, model_config, tokenizer, args.seed).to(device).eval()
+    )  # dropout off: rollout and update log-probs agree
     reference = frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None)
     value_head = nn.Linear(policy.config.hidden_size, 1).to(device)
     nn.init.zeros_(value_head.weight)
@@ -146,7 +157,9 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
 
     def evaluation():
         with autocast:
-            return evaluate(eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model)
+            return evaluate(
+                eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model
+            )
 
     def save() -> None:
         models = {"reference": reference, **(mask.models if mask else {})}
@@ -168,17 +181,24 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
 
         # ---- reference log-probs, a minibatch of turns at a time (no rollout-sized (B, T, vocabulary) buffer)
         minibatch_size = max(1, len(turns) // args.num_minibatches)
-        chunks = [np.arange(begin, min(begin + minibatch_size, len(turns))) for begin in range(0, len(turns), minibatch_size)]
+        chunks = [
+            np.arange(begin, min(begin + minibatch_size, len(turns))) for begin in range(0, len(turns), minibatch_size)
+        ]
         with torch.no_grad(), autocast:
             ref_log_probs = torch.cat([actor.score(*batch.rows(c), model=reference).log_probs for c in chunks])
         kl = (batch.old_log_probs - ref_log_probs) * token_mask
         rewards = -kl_coef * kl
         last = token_mask.sum(1).long() - 1
-        rewards[torch.arange(len(turns)), last] += torch.tensor([t.reward for t in turns], device=device, dtype=rewards.dtype)
+        rewards[torch.arange(len(turns)), last] += torch.tensor(
+            [t.reward for t in turns], device=device, dtype=rewards.dtype
+        )
 
         # ---- GAE over each episode's tokens
         old_values = batch.old_values
-        advantages = torch.tensor(gae(turns, rewards.cpu().numpy(), old_values.cpu().numpy(), args.num_envs, args.gamma, args.gae_lambda), device=device)
+        advantages = torch.tensor(
+            gae(turns, rewards.cpu().numpy(), old_values.cpu().numpy(), args.num_envs, args.gamma, args.gae_lambda),
+            device=device,
+        )
         returns = advantages + old_values
         valid = token_mask.bool()
         advantages = (advantages - advantages[valid].mean()) / (advantages[valid].std() + 1e-8) * token_mask
@@ -192,16 +212,28 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
                 mb = order[begin : begin + minibatch_size]
                 keep = mask.allowed(turns, mb, width) if mask else None
                 with autocast:
-                    new = actor.score(*batch.rows(mb), value_head=value_head, keep=keep, entropy="loss" if args.ent_coef else "statistic")
+                    new = actor.score(
+                        *batch.rows(mb),
+                        value_head=value_head,
+                        keep=keep,
+                        entropy="loss" if args.ent_coef else "statistic",
+                    )
                 m, count = token_mask[mb], token_mask[mb].sum()
-                pg_loss, pg_stats = clipped_surrogate(new.log_probs, batch.old_log_probs[mb], advantages[mb], m, args.clip_coef)
+                pg_loss, pg_stats = clipped_surrogate(
+                    new.log_probs, batch.old_log_probs[mb], advantages[mb], m, args.clip_coef
+                )
                 value_error = (new.values - returns[mb]) ** 2
                 if args.clip_vloss:
                     clipped = old_values[mb] + (new.values - old_values[mb]).clamp(-args.clip_coef, args.clip_coef)
                     value_error = torch.max(value_error, (clipped - returns[mb]) ** 2)
                 vf_loss = 0.5 * (value_error * m).sum() / count
                 entropy = (new.entropy * m).sum() / count
-                optimizer_step(optimizer, pg_loss + args.vf_coef * vf_loss - args.ent_coef * entropy, parameters, args.max_grad_norm)
+                optimizer_step(
+                    optimizer,
+                    pg_loss + args.vf_coef * vf_loss - args.ent_coef * entropy,
+                    parameters,
+                    args.max_grad_norm,
+                )
                 stats.add(pg_loss=pg_loss, vf_loss=vf_loss, entropy=entropy, **pg_stats)
                 stop = args.target_kl is not None and pg_stats["approx_kl"] > args.target_kl
                 if stop:
@@ -216,7 +248,9 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         if args.kl_target is not None:
             kl_coef *= 1.0 + float(np.clip(mean_kl / args.kl_target - 1.0, -0.2, 0.2)) * args.num_envs / args.kl_horizon
 
-        row = run.rollout_row(rollout.returns, rollout.mean_metrics(), token_mask, optimizer, iteration_start, rollout_seconds)
+        row = run.rollout_row(
+            rollout.returns, rollout.mean_metrics(), token_mask, optimizer, iteration_start, rollout_seconds
+        )
         row |= {"kl": mean_kl, "kl_coef": kl_coef, **stats.means()}
         if run.end_step(row, evaluate=evaluation, save=save, show=("mean_return", "kl")):
             break

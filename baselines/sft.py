@@ -51,12 +51,13 @@ from dataclasses import dataclass
 
 import gymnasium
 import tyro
+
 from lm_toolkit.arguments import OfflineArgs, Rule, check_args, integer, optional, within
 from lm_toolkit.models import check_positions, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, adamw, batch_indices, optimizer_step, warmup_schedule
+from lm_toolkit.offline import load_offline_dataset
 from lm_toolkit.rollouts import TextPolicy, evaluate
 from lm_toolkit.runs import Run, setup
-from lm_toolkit.offline import load_offline_dataset
 from lm_toolkit.tasks import make_vector_env, task_lengths
 from lm_toolkit.tokens import encode_prompts, encode_targets, supervised_batch
 
@@ -81,7 +82,9 @@ def demonstrations(args: Args, env_kwargs: dict) -> tuple[list[tuple[str, str]],
     if args.dataset is None:
         pairs = task.demonstrations()
     else:
-        rows = load_offline_dataset(args.dataset, args.env_id, args.top_fraction).select_columns(["observations", "actions"])
+        rows = load_offline_dataset(args.dataset, args.env_id, args.top_fraction).select_columns(
+            ["observations", "actions"]
+        )
         pairs = [pair for row in rows for pair in zip(row["observations"], row["actions"], strict=True)]
     pairs = pairs[: args.max_examples]
     if not pairs:
@@ -91,7 +94,10 @@ def demonstrations(args: Args, env_kwargs: dict) -> tuple[list[tuple[str, str]],
 
 def main(args: Args) -> dict:
     env_kwargs, model_config = check_args(
-        args, "sft.py", top_fraction=within(0, 1, open_low=True), max_examples=optional(integer(1)),
+        args,
+        "sft.py",
+        top_fraction=within(0, 1, open_low=True),
+        max_examples=optional(integer(1)),
         warmup_ratio=Rule(lambda v: 0 <= v < 1, "in [0, 1)"),
     )
     if args.top_fraction < 1 and args.dataset is None:
@@ -119,22 +125,34 @@ def main(args: Args) -> dict:
         scheduler.load_state_dict(state["scheduler"])  # keeps its step; the schedule spans this run's total_steps
 
     # ---- evaluation on the validation split, as the RL baselines evaluate
-    eval_env = make_vector_env(args.env_id, env_kwargs, "validation", min(args.eval_batch_size, args.eval_episodes)) if args.eval_episodes else None
+    eval_env = (
+        make_vector_env(args.env_id, env_kwargs, "validation", min(args.eval_batch_size, args.eval_episodes))
+        if args.eval_episodes
+        else None
+    )
     actor = TextPolicy(model, tokenizer, lengths, args.temperature)
 
     def evaluation():
         with autocast:
-            return evaluate(eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model)
+            return evaluate(
+                eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model
+            )
 
     def save() -> None:
         run.save(model, tokenizer, {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()})
 
-    run.begin([model], f"{len(prompts)} demonstrations, {'seq2seq' if is_seq2seq else 'causal'} model, {total_steps} steps", evaluation)
+    run.begin(
+        [model],
+        f"{len(prompts)} demonstrations, {'seq2seq' if is_seq2seq else 'causal'} model, {total_steps} steps",
+        evaluation,
+    )
     losses = Stats()
     for step in run.steps(total_steps):
         step_start = time.time()
         index = batch_indices(args.seed, step, steps_per_epoch, args.batch_size, len(prompts))
-        batch = supervised_batch([prompts[i] for i in index], [targets[i] for i in index], tokenizer.pad_token_id, is_seq2seq, device)
+        batch = supervised_batch(
+            [prompts[i] for i in index], [targets[i] for i in index], tokenizer.pad_token_id, is_seq2seq, device
+        )
         with autocast:
             loss = model(**batch).loss
         optimizer_step(optimizer, loss, model.parameters(), args.grad_clip)

@@ -22,14 +22,16 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     run = commands.add_parser(
-        "run", help="run a suite's tasks x algorithms x seeds",
+        "run",
+        help="run a suite's tasks x algorithms x seeds",
         description="Run a suite's tasks x algorithms x seeds, on CPUs, GPUs, Ray or Slurm.",
     )
     harness.add_arguments(run)
     run.set_defaults(func=harness.run)
 
     tables = commands.add_parser(
-        "report", help="tables of a runs folder's results, mean and 95%% bootstrap CI over seeds",
+        "report",
+        help="tables of a runs folder's results, mean and 95%% bootstrap CI over seeds",
         description="Mean and bootstrap confidence interval over seeds of every result.json under RUNS_DIR.",
     )
     report.add_arguments(tables)

@@ -48,7 +48,7 @@ class Attempt:
     timeout_s: float | None = None
     is_baseline: bool = True
 
-    def resumed(self) -> "Attempt":
+    def resumed(self) -> Attempt:
         """The same attempt continuing from the job's checkpoint (Slurm requeues, retries)."""
         if "--resume" in self.argv or not self.is_baseline:
             return self
@@ -81,8 +81,14 @@ def failure_cause(out_dir: Path) -> str:
             lines = log.read().decode(errors="replace").splitlines()
     except OSError:
         return ""
-    starts = [index for index, line in enumerate(lines) if line.startswith("=== ") and not line.startswith("=== exit code")]
-    output = [line.strip() for line in lines[starts[-1] + 1 if starts else 0 :] if line.strip() and not line.startswith(("=== exit code", "$ "))]
+    starts = [
+        index for index, line in enumerate(lines) if line.startswith("=== ") and not line.startswith("=== exit code")
+    ]
+    output = [
+        line.strip()
+        for line in lines[starts[-1] + 1 if starts else 0 :]
+        if line.strip() and not line.startswith(("=== exit code", "$ "))
+    ]
     errors = [line for line in output if _EXCEPTION_LINE.match(line)]
     cause = (errors or output or [""])[-1]
     return cause if len(cause) <= 300 else cause[:297] + "..."
@@ -91,7 +97,9 @@ def failure_cause(out_dir: Path) -> str:
 def is_permanent(returncode: int, cause: str) -> bool:
     """A failure a retry cannot fix: a usage error, or a configuration or data error of lm-gym's."""
     match = _EXCEPTION_LINE.match(cause)
-    return returncode == USAGE_EXIT_CODE or (match is not None and match["name"] in _subclass_names(ConfigurationError, DataUnavailableError))
+    return returncode == USAGE_EXIT_CODE or (
+        match is not None and match["name"] in _subclass_names(ConfigurationError, DataUnavailableError)
+    )
 
 
 def _subclass_names(*classes: type) -> set[str]:
@@ -119,8 +127,14 @@ def start_process(attempt: Attempt) -> subprocess.Popen:
         )
         log.flush()
         return subprocess.Popen(
-            attempt.argv, cwd=attempt.cwd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=_die_with_parent,
+            attempt.argv,
+            cwd=attempt.cwd,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
 
 

@@ -37,34 +37,87 @@ from lm_gym.core.errors import ConfigurationError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``run`` command's arguments (``python -m benchmark``'s parser)."""
-    parser.add_argument("--suite", required=True, help="a suite of benchmark/suites/ (smoke, offline, grue) or a path to a .toml file")
+    parser.add_argument(
+        "--suite", required=True, help="a suite of benchmark/suites/ (smoke, offline, grue) or a path to a .toml file"
+    )
     parser.add_argument("--tasks", nargs="+", help="only these task labels of the suite (default: all)")
-    parser.add_argument("--algos", nargs="+", help="only these algorithm labels (default: all); jobs they need (SFT warm starts, datasets) run too")
-    parser.add_argument("--num-seeds", type=int, help="run seeds start-seed .. start-seed + num-seeds - 1 instead of the suite's seeds")
+    parser.add_argument(
+        "--algos",
+        nargs="+",
+        help="only these algorithm labels (default: all); jobs they need (SFT warm starts, datasets) run too",
+    )
+    parser.add_argument(
+        "--num-seeds", type=int, help="run seeds start-seed .. start-seed + num-seeds - 1 instead of the suite's seeds"
+    )
     parser.add_argument("--start-seed", type=int, default=1, help="first seed with --num-seeds (default: 1)")
-    parser.add_argument("--out", default="runs",
-                        help="runs folder; the suite's jobs go to <out>/<suite>/ (default: runs)")
-    parser.add_argument("--backend", choices=["local", "ray", "slurm"], default="local",
-                        help="where jobs run (default: local)")
-    parser.add_argument("--gpus", help="GPU ids for local (and local Ray) jobs, e.g. 0,1; 'none': CPU only; default: CUDA_VISIBLE_DEVICES or all GPUs nvidia-smi lists")
+    parser.add_argument(
+        "--out", default="runs", help="runs folder; the suite's jobs go to <out>/<suite>/ (default: runs)"
+    )
+    parser.add_argument(
+        "--backend", choices=["local", "ray", "slurm"], default="local", help="where jobs run (default: local)"
+    )
+    parser.add_argument(
+        "--gpus",
+        help="GPU ids for local (and local Ray) jobs, e.g. 0,1; 'none': CPU only; default: CUDA_VISIBLE_DEVICES or all GPUs nvidia-smi lists",
+    )
     parser.add_argument("--jobs-per-gpu", type=int, default=1, help="jobs sharing one GPU at a time (default: 1)")
-    parser.add_argument("--workers", type=int, help="CPU-only: jobs at once (default: cores / the suite's threads_per_job); each gets cores / workers threads")
-    parser.add_argument("--retries", type=int, help="attempts after a failed one before a job counts as failed (default: the suite's, else 1)")
-    parser.add_argument("--timeout-minutes", type=float, help="kill an attempt after this long (default: the suite's, else none)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="CPU-only: jobs at once (default: cores / the suite's threads_per_job); each gets cores / workers threads",
+    )
+    parser.add_argument(
+        "--retries",
+        type=int,
+        help="attempts after a failed one before a job counts as failed (default: the suite's, else 1)",
+    )
+    parser.add_argument(
+        "--timeout-minutes", type=float, help="kill an attempt after this long (default: the suite's, else none)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="list the jobs and their command lines, run nothing")
-    parser.add_argument("--report", action="store_true", help="then write the report of every finished job (<out>/<suite>/report.md, as python -m benchmark report), even when some failed")
-    parser.add_argument("--board", action="store_true", help="then compile the leaderboard of every finished job (<out>/<suite>/board/index.html, as python -m leaderboard compile), even when some failed")
-    parser.add_argument("--track", action="store_true", help="log every baseline job to Weights & Biases, grouped per suite run")
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="then write the report of every finished job (<out>/<suite>/report.md, as python -m benchmark report), even when some failed",
+    )
+    parser.add_argument(
+        "--board",
+        action="store_true",
+        help="then compile the leaderboard of every finished job (<out>/<suite>/board/index.html, as python -m leaderboard compile), even when some failed",
+    )
+    parser.add_argument(
+        "--track", action="store_true", help="log every baseline job to Weights & Biases, grouped per suite run"
+    )
     parser.add_argument("--wandb-project", help="W&B project with --track (default: the baselines' lm-gym)")
-    parser.add_argument("--auto-tag", action="store_true", help="with --track: tag the runs with the checkout's git describe and branch")
-    parser.add_argument("--address", help="Ray: address of an existing cluster (e.g. auto, ray://host:10001); default: start a local instance")
-    parser.add_argument("--gpus-per-job", type=float, help="Ray/Slurm: GPUs each job requests (Ray default: 1/jobs-per-gpu if there are GPUs, else 0; Slurm default 0)")
+    parser.add_argument(
+        "--auto-tag", action="store_true", help="with --track: tag the runs with the checkout's git describe and branch"
+    )
+    parser.add_argument(
+        "--address",
+        help="Ray: address of an existing cluster (e.g. auto, ray://host:10001); default: start a local instance",
+    )
+    parser.add_argument(
+        "--gpus-per-job",
+        type=float,
+        help="Ray/Slurm: GPUs each job requests (Ray default: 1/jobs-per-gpu if there are GPUs, else 0; Slurm default 0)",
+    )
     parser.add_argument("--slurm-partition", help="Slurm partition")
-    parser.add_argument("--slurm-param", action="append", default=[], metavar="KEY=VALUE", help="extra #SBATCH parameter (repeatable), e.g. account=myproj or qos=high")
-    parser.add_argument("--slurm-array-parallelism", type=int, default=64,
-                        help="Slurm: array tasks running at once (default: 64)")
-    parser.add_argument("--submitit-cluster", choices=["slurm", "local", "debug"], default="slurm",
-                        help="submitit executor for --backend slurm: slurm (default), or local/debug to try a suite on this machine")
+    parser.add_argument(
+        "--slurm-param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra #SBATCH parameter (repeatable), e.g. account=myproj or qos=high",
+    )
+    parser.add_argument(
+        "--slurm-array-parallelism", type=int, default=64, help="Slurm: array tasks running at once (default: 64)"
+    )
+    parser.add_argument(
+        "--submitit-cluster",
+        choices=["slurm", "local", "debug"],
+        default="slurm",
+        help="submitit executor for --backend slurm: slurm (default), or local/debug to try a suite on this machine",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,8 +152,14 @@ def _run_suite(args: argparse.Namespace, console: Console) -> int:
     backend = _make_backend(args, suite, out_root, timeout_minutes, console)
     extra_flags, extra_env = _tracking(args, suite, out_root)
     scheduler = Scheduler(
-        jobs, backend, out_root, retries=retries, timeout_s=None if timeout_minutes is None else 60 * timeout_minutes,
-        extra_flags=extra_flags, extra_env=extra_env, console=console,
+        jobs,
+        backend,
+        out_root,
+        retries=retries,
+        timeout_s=None if timeout_minutes is None else 60 * timeout_minutes,
+        extra_flags=extra_flags,
+        extra_env=extra_env,
+        console=console,
     )
     counts = scheduler.run()
     if counts.get("interrupted"):
@@ -132,9 +191,18 @@ def _compile_board(out_root: Path, console: Console) -> int:
 
 def _make_backend(args, suite, out_root: Path, timeout_minutes: float | None, console: Console):
     if args.backend == "local":
-        slots = plan_slots(parse_gpus(args.gpus), jobs_per_gpu=args.jobs_per_gpu, workers=args.workers, threads_per_job=suite.threads_per_job)
+        slots = plan_slots(
+            parse_gpus(args.gpus),
+            jobs_per_gpu=args.jobs_per_gpu,
+            workers=args.workers,
+            threads_per_job=suite.threads_per_job,
+        )
         gpus = sorted({slot.gpu for slot in slots if slot.gpu is not None})
-        console.print(f"{len(slots)} slots: " + (f"GPUs {','.join(gpus)} x {args.jobs_per_gpu}, " if gpus else "CPU, ") + f"{slots[0].threads} threads each")
+        console.print(
+            f"{len(slots)} slots: "
+            + (f"GPUs {','.join(gpus)} x {args.jobs_per_gpu}, " if gpus else "CPU, ")
+            + f"{slots[0].threads} threads each"
+        )
         from benchmark.local_backend import LocalBackend
 
         return LocalBackend(slots)
@@ -142,8 +210,11 @@ def _make_backend(args, suite, out_root: Path, timeout_minutes: float | None, co
         from benchmark.ray_backend import RayBackend
 
         return RayBackend(
-            address=args.address, num_cpus_per_job=suite.threads_per_job, num_gpus_per_job=args.gpus_per_job,
-            jobs_per_gpu=args.jobs_per_gpu, local_gpus=parse_gpus(args.gpus) if args.address is None else [],
+            address=args.address,
+            num_cpus_per_job=suite.threads_per_job,
+            num_gpus_per_job=args.gpus_per_job,
+            jobs_per_gpu=args.jobs_per_gpu,
+            local_gpus=parse_gpus(args.gpus) if args.address is None else [],
         )
     from benchmark.slurm_backend import SlurmBackend, slurm_parameters
 
@@ -157,8 +228,13 @@ def _make_backend(args, suite, out_root: Path, timeout_minutes: float | None, co
     if gpus_per_task != int(gpus_per_task):
         raise ConfigurationError(f"--gpus-per-job must be a whole number of GPUs for Slurm, got {args.gpus_per_job}")
     parameters = slurm_parameters(
-        suite=suite.name, cpus_per_task=suite.threads_per_job, gpus_per_task=int(gpus_per_task), timeout_minutes=timeout_minutes,
-        partition=args.slurm_partition, array_parallelism=args.slurm_array_parallelism, extra=extra,
+        suite=suite.name,
+        cpus_per_task=suite.threads_per_job,
+        gpus_per_task=int(gpus_per_task),
+        timeout_minutes=timeout_minutes,
+        partition=args.slurm_partition,
+        array_parallelism=args.slurm_array_parallelism,
+        extra=extra,
     )
     return SlurmBackend(folder=out_root / ".submitit", cluster=args.submitit_cluster, parameters=parameters)
 
@@ -198,10 +274,16 @@ def _print_jobs(suite, jobs, console: Console) -> None:
     for job in jobs:
         state = "done" if job_finished(job.out_dir, job.is_baseline) else "todo"
         needs = f"  (after {', '.join(job.needs)})" if job.needs else ""
-        console.print(f"[{state}] {job.key}{needs}\n    {shlex.join(['python', *[_relative(a) for a in job.argv]])}", soft_wrap=True, markup=False)
+        console.print(
+            f"[{state}] {job.key}{needs}\n    {shlex.join(['python', *[_relative(a) for a in job.argv]])}",
+            soft_wrap=True,
+            markup=False,
+        )
     tasks = sorted({job.task for job in jobs})
-    console.print(f"{len(jobs)} jobs: {len(tasks)} tasks, {sum(job.is_baseline for job in jobs)} baseline runs, "
-                  f"{sum(not job.is_baseline for job in jobs)} data jobs")
+    console.print(
+        f"{len(jobs)} jobs: {len(tasks)} tasks, {sum(job.is_baseline for job in jobs)} baseline runs, "
+        f"{sum(not job.is_baseline for job in jobs)} data jobs"
+    )
 
 
 def _relative(argument: str) -> str:

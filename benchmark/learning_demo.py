@@ -51,11 +51,17 @@ def main() -> None:
     parser.add_argument("--algos", nargs="+", default=["ppo", "nlpo"], choices=["ppo", "nlpo"])
     parser.add_argument("--minutes", type=float, default=15.0, help="wall-time budget of each RL run")
     parser.add_argument("--sft-epochs", type=int, default=2)
-    parser.add_argument("--env-kwargs", help="JSON env arguments instead of the task's default, e.g. '{\"num_answers\": 100}'")
+    parser.add_argument(
+        "--env-kwargs", help="JSON env arguments instead of the task's default, e.g. '{\"num_answers\": 100}'"
+    )
     parser.add_argument("--out-dir", default="runs/learning_demo")
-    parser.add_argument("--rl-args", default="", help="extra arguments for the RL baselines, e.g. '--learning-rate 2e-4'")
+    parser.add_argument(
+        "--rl-args", default="", help="extra arguments for the RL baselines, e.g. '--learning-rate 2e-4'"
+    )
     parser.add_argument("--sft-args", default="", help="extra arguments for sft.py, e.g. '--learning-rate 2e-3'")
-    parser.add_argument("--model-config", help="JSON model config for sft.py instead of its default small GPT-2, e.g. a T5")
+    parser.add_argument(
+        "--model-config", help="JSON model config for sft.py instead of its default small GPT-2, e.g. a T5"
+    )
     args = parser.parse_args()
 
     env_id, env_kwargs = TASKS[args.task]
@@ -65,24 +71,61 @@ def main() -> None:
     for seed in args.seeds:
         sft_dir = f"{out_dir}/sft-seed{seed}"
         model = ["--model-config", args.model_config] if args.model_config else []
-        run("sft.py", "--env-id", env_id, "--env-kwargs", env_kwargs, "--seed", str(seed), "--epochs", str(args.sft_epochs), "--out-dir", sft_dir, *model, *args.sft_args.split())
+        run(
+            "sft.py",
+            "--env-id",
+            env_id,
+            "--env-kwargs",
+            env_kwargs,
+            "--seed",
+            str(seed),
+            "--epochs",
+            str(args.sft_epochs),
+            "--out-dir",
+            sft_dir,
+            *model,
+            *args.sft_args.split(),
+        )
         for algo in args.algos:
             result = run(
-                f"{algo}.py", "--env-id", env_id, "--env-kwargs", env_kwargs, "--seed", str(seed), "--init-from", f"{sft_dir}/checkpoint",
-                "--time-limit-minutes", str(args.minutes), "--iterations", "10000", "--eval-every", "0",
-                "--eval-episodes", "128", "--out-dir", f"{out_dir}/{algo}-seed{seed}", *args.rl_args.split(),
+                f"{algo}.py",
+                "--env-id",
+                env_id,
+                "--env-kwargs",
+                env_kwargs,
+                "--seed",
+                str(seed),
+                "--init-from",
+                f"{sft_dir}/checkpoint",
+                "--time-limit-minutes",
+                str(args.minutes),
+                "--iterations",
+                "10000",
+                "--eval-every",
+                "0",
+                "--eval-episodes",
+                "128",
+                "--out-dir",
+                f"{out_dir}/{algo}-seed{seed}",
+                *args.rl_args.split(),
             )
             start, end = result["initial_eval"]["mean_return"], result["final_eval"]["mean_return"]
             gains[algo].append((start, end, result["curves"][-1]["kl"], result["wall_time_s"] / 60))
-            print(f"{algo} seed {seed}: validation reward {start:.3f} -> {end:.3f} (+{end - start:.3f}), "
-                  f"KL {result['curves'][-1]['kl']:.2f}, {len(result['curves'])} iterations, {result['wall_time_s'] / 60:.1f} min")
+            print(
+                f"{algo} seed {seed}: validation reward {start:.3f} -> {end:.3f} (+{end - start:.3f}), "
+                f"KL {result['curves'][-1]['kl']:.2f}, {len(result['curves'])} iterations, {result['wall_time_s'] / 60:.1f} min"
+            )
 
-    print(f"\n{'algo':<6}{'SFT start':>16}{'after RL':>16}{'gain':>16}{'KL':>12}{'minutes':>9}  gain > 0 for every seed")
+    print(
+        f"\n{'algo':<6}{'SFT start':>16}{'after RL':>16}{'gain':>16}{'KL':>12}{'minutes':>9}  gain > 0 for every seed"
+    )
     for algo, rows in gains.items():
         start, end, kl, minutes = (np.array(column) for column in zip(*rows))
         gain = end - start
         cells = [f"{x.mean():.3f} +- {x.std():.3f}" for x in (start, end, gain)]
-        print(f"{algo:<6}{cells[0]:>16}{cells[1]:>16}{cells[2]:>16}{kl.mean():>12.2f}{minutes.mean():>9.1f}  {bool((gain > 0).all())}")
+        print(
+            f"{algo:<6}{cells[0]:>16}{cells[1]:>16}{cells[2]:>16}{kl.mean():>12.2f}{minutes.mean():>9.1f}  {bool((gain > 0).all())}"
+        )
 
 
 if __name__ == "__main__":

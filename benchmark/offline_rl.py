@@ -60,16 +60,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", choices=sorted(TASKS), default="wordle")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--dataset", help="the task's offline_data dataset; default: wordle adversarial, visdial mixture")
-    parser.add_argument("--num-games", type=int, default=2000, help="wordle: expert games the dataset starts from; visdial: games")
-    parser.add_argument("--num-answers", type=int, default=100, help="wordle: seeded subset of the answers (env and data)")
-    parser.add_argument("--env-kwargs", default="{}", help="visdial: JSON env arguments of the data and the evaluation, e.g. '{\"yn_reward_kind\": \"hard\"}'")
-    parser.add_argument("--top-fraction", type=float, default=0.3, help="%%BC: fraction of trajectories kept, by return")
-    parser.add_argument("--steps", type=int, default=1192, help="optimizer steps of every method (1192: 4 passes over the default data)")
+    parser.add_argument(
+        "--dataset", help="the task's offline_data dataset; default: wordle adversarial, visdial mixture"
+    )
+    parser.add_argument(
+        "--num-games", type=int, default=2000, help="wordle: expert games the dataset starts from; visdial: games"
+    )
+    parser.add_argument(
+        "--num-answers", type=int, default=100, help="wordle: seeded subset of the answers (env and data)"
+    )
+    parser.add_argument(
+        "--env-kwargs",
+        default="{}",
+        help='visdial: JSON env arguments of the data and the evaluation, e.g. \'{"yn_reward_kind": "hard"}\'',
+    )
+    parser.add_argument(
+        "--top-fraction", type=float, default=0.3, help="%%BC: fraction of trajectories kept, by return"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=1192, help="optimizer steps of every method (1192: 4 passes over the default data)"
+    )
     parser.add_argument("--batch-size", type=int, default=64, help="turns per optimizer step (every method)")
-    parser.add_argument("--eval-games", type=int, default=256, help="evaluation games (seeds 0 .. N-1), the same for every run")
+    parser.add_argument(
+        "--eval-games", type=int, default=256, help="evaluation games (seeds 0 .. N-1), the same for every run"
+    )
     parser.add_argument("--beta", type=float, default=1.0, help="ILQL's advantage weight at inference")
-    parser.add_argument("--ilql-args", default="", help="extra ilql.py arguments, joined to the flag by '=': --ilql-args='--tau 0.9'")
+    parser.add_argument(
+        "--ilql-args", default="", help="extra ilql.py arguments, joined to the flag by '=': --ilql-args='--tau 0.9'"
+    )
     parser.add_argument("--out-dir", help="default: runs/offline_<task>")
     args = parser.parse_args()
 
@@ -82,8 +100,21 @@ def main() -> None:
     dataset = out_dir / f"{args.task}_{dataset_name}_{args.num_games}.parquet"
     if not dataset.is_file() and args.task == "wordle":
         subprocess.run(
-            [sys.executable, "-m", "lm_gym.tasks.wordle.offline_data", "--dataset", dataset_name, "--num-games", str(args.num_games),
-             "--num-answers", str(args.num_answers), "--workers", "2", "--out", str(dataset)],
+            [
+                sys.executable,
+                "-m",
+                "lm_gym.tasks.wordle.offline_data",
+                "--dataset",
+                dataset_name,
+                "--num-games",
+                str(args.num_games),
+                "--num-answers",
+                str(args.num_answers),
+                "--workers",
+                "2",
+                "--out",
+                str(dataset),
+            ],
             check=True,
         )
     elif not dataset.is_file():  # the env's own rewards: the data are played through the env of the evaluation
@@ -91,9 +122,25 @@ def main() -> None:
     env_kwargs = json.dumps(env_kwargs)
     # the same data, optimizer steps, batch size and evaluation games for every method; --resume: an interrupted
     # demo goes on, and a finished ILQL run is only evaluated again when --beta changes
-    common = ["--env-id", env_id, "--env-kwargs", env_kwargs, "--dataset", str(dataset), "--epochs", "1000",
-              "--max-steps", str(args.steps), "--batch-size", str(args.batch_size), "--eval-episodes", str(args.eval_games),
-              "--eval-batch-size", "64", "--resume"]
+    common = [
+        "--env-id",
+        env_id,
+        "--env-kwargs",
+        env_kwargs,
+        "--dataset",
+        str(dataset),
+        "--epochs",
+        "1000",
+        "--max-steps",
+        str(args.steps),
+        "--batch-size",
+        str(args.batch_size),
+        "--eval-episodes",
+        str(args.eval_games),
+        "--eval-batch-size",
+        "64",
+        "--resume",
+    ]
     methods = {
         "BC": ("sft.py", []),
         f"%BC ({args.top_fraction:g})": ("sft.py", ["--top-fraction", str(args.top_fraction)]),
@@ -104,16 +151,22 @@ def main() -> None:
         for (name, (script, extra)), tag in zip(methods.items(), ("bc", "pct_bc", "ilql"), strict=True):
             result = run(script, *common, *extra, "--seed", str(seed), "--out-dir", str(out_dir / f"{tag}-seed{seed}"))
             final = result["final_eval"]
-            table[name].append((final["mean_return"], final.get(success_metric, float("nan")), result["wall_time_s"] / 60))
-            print(f"{name} seed {seed}: mean return {final['mean_return']:.3f} over {final['num_episodes']} games, "
-                  f"{success_label} {final.get(success_metric, float('nan')):.3f}, {result['wall_time_s'] / 60:.1f} min")
+            table[name].append(
+                (final["mean_return"], final.get(success_metric, float("nan")), result["wall_time_s"] / 60)
+            )
+            print(
+                f"{name} seed {seed}: mean return {final['mean_return']:.3f} over {final['num_episodes']} games, "
+                f"{success_label} {final.get(success_metric, float('nan')):.3f}, {result['wall_time_s'] / 60:.1f} min"
+            )
 
     print(f"\ndataset: {dataset.name}; {args.eval_games} evaluation games per run; seeds {args.seeds}")
     print(f"{'method':<18}{'mean return':>18}{success_label:>16}{'minutes':>9}  per seed")
     for name, rows in table.items():
         returns, solved, minutes = (np.array(column) for column in zip(*rows))
-        print(f"{name:<18}{returns.mean():>10.3f} +- {returns.std():.3f}{solved.mean():>16.3f}{minutes.mean():>9.1f}  "
-              + " ".join(f"{r:.3f}" for r in returns))
+        print(
+            f"{name:<18}{returns.mean():>10.3f} +- {returns.std():.3f}{solved.mean():>16.3f}{minutes.mean():>9.1f}  "
+            + " ".join(f"{r:.3f}" for r in returns)
+        )
     ilql, bc = np.array([row[0] for row in table[list(methods)[2]]]), np.array([row[0] for row in table["BC"]])
     print(f"ILQL beats BC for every seed: {bool((ilql > bc).all())}")
 

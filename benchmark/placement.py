@@ -33,7 +33,9 @@ def parse_gpus(text: str | None) -> list[str]:
         return []
     ids = [part.strip() for part in text.split(",")]
     if not all(ids) or len(set(ids)) != len(ids):
-        raise ConfigurationError(f"--gpus must be distinct GPU ids separated by commas (e.g. 0,1), 'none' or 'auto', got {text!r}")
+        raise ConfigurationError(
+            f"--gpus must be distinct GPU ids separated by commas (e.g. 0,1), 'none' or 'auto', got {text!r}"
+        )
     return ids
 
 
@@ -51,7 +53,14 @@ def detect_gpus() -> list[str]:
     return [str(index) for index, line in enumerate(listing.splitlines()) if line.startswith("GPU ")]
 
 
-def plan_slots(gpus: list[str], *, jobs_per_gpu: int = 1, workers: int | None = None, threads_per_job: int = 1, cpu_count: int | None = None) -> list[Slot]:
+def plan_slots(
+    gpus: list[str],
+    *,
+    jobs_per_gpu: int = 1,
+    workers: int | None = None,
+    threads_per_job: int = 1,
+    cpu_count: int | None = None,
+) -> list[Slot]:
     """The local slots: ``jobs_per_gpu`` per GPU when there are GPUs (the cores shared among
     them), else ``workers`` CPU workers (default: as many as ``threads_per_job`` allows)."""
     cpu_count = cpu_count or os.cpu_count() or 1

@@ -17,7 +17,15 @@ from benchmark.suite import ROOT
 class RayBackend:
     name = "ray"
 
-    def __init__(self, *, address: str | None, num_cpus_per_job: int, num_gpus_per_job: float | None, jobs_per_gpu: int, local_gpus: list[str]):
+    def __init__(
+        self,
+        *,
+        address: str | None,
+        num_cpus_per_job: int,
+        num_gpus_per_job: float | None,
+        jobs_per_gpu: int,
+        local_gpus: list[str],
+    ):
         import ray
 
         self.ray = ray
@@ -25,8 +33,13 @@ class RayBackend:
         if address is None:
             if local_gpus:
                 os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(local_gpus)
-            ray.init(num_cpus=os.cpu_count(), num_gpus=len(local_gpus), include_dashboard=False,
-                     runtime_env={"env_vars": {"PYTHONPATH": python_path}}, log_to_driver=False)
+            ray.init(
+                num_cpus=os.cpu_count(),
+                num_gpus=len(local_gpus),
+                include_dashboard=False,
+                runtime_env={"env_vars": {"PYTHONPATH": python_path}},
+                log_to_driver=False,
+            )
         else:
             ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": python_path}}, log_to_driver=False)
         if num_gpus_per_job is None:  # a GPU share per job wherever the instance or cluster has GPUs
@@ -59,4 +72,3 @@ class RayBackend:
 
     def close(self) -> None:
         self.ray.shutdown()
-

@@ -144,7 +144,8 @@ def summarize(runs: Sequence[Run], confidence: float = 0.95, reps: int = 2000, s
                 "seeds": list(by_seed),
                 "runs": [run.path for run in by_seed.values()],
                 "metrics": {
-                    name: summarize_metric(per_metric[name], confidence, reps, seed) for name in _metric_order(per_metric)
+                    name: summarize_metric(per_metric[name], confidence, reps, seed)
+                    for name in _metric_order(per_metric)
                 },
             }
     return tasks
@@ -185,8 +186,9 @@ def to_markdown(report: dict[str, Any], metrics: Sequence[str] | None = None) ->
     for env_id, algorithms in report["tasks"].items():
         task_metrics = {name for group in algorithms.values() for name in group["metrics"] if _is_final(name)}
         others = [
-            name for name in _metric_order(task_metrics) if name != "mean_return"
-            and (name in metrics if metrics is not None else name.startswith("mean_"))
+            name
+            for name in _metric_order(task_metrics)
+            if name != "mean_return" and (name in metrics if metrics is not None else name.startswith("mean_"))
         ]
         columns = ["mean_return", *others, INITIAL_PREFIX + "mean_return", "wall_time_s"]
         rows = []
@@ -229,10 +231,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``report`` command's arguments (``python -m benchmark``'s parser)."""
     parser.add_argument("runs_dir", metavar="RUNS_DIR", help="folder searched recursively for result.json files")
     parser.add_argument("--out", help="folder for report.md and report.json (default: RUNS_DIR)")
-    parser.add_argument("--metrics", nargs="+", metavar="NAME", help="final metrics shown after mean_return (default: the episode metrics, mean_<name>; corpus_<name> metrics by name; the JSON holds all)")
+    parser.add_argument(
+        "--metrics",
+        nargs="+",
+        metavar="NAME",
+        help="final metrics shown after mean_return (default: the episode metrics, mean_<name>; corpus_<name> metrics by name; the JSON holds all)",
+    )
     parser.add_argument("--reps", type=stats.parse_reps, default=2000, help="bootstrap resamples (default: 2000)")
-    parser.add_argument("--confidence", type=stats.parse_confidence, default=0.95,
-                        help="coverage of the intervals (default: 0.95)")
+    parser.add_argument(
+        "--confidence", type=stats.parse_confidence, default=0.95, help="coverage of the intervals (default: 0.95)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
 
 
@@ -258,7 +266,9 @@ def run(args: argparse.Namespace) -> int:
     known = {name for run in runs for name in metric_values(run.result) if _is_final(name)}
     unknown = sorted(set(args.metrics or ()) - known)
     if unknown:
-        print(f"error: --metrics {unknown} are not final metrics of any run (those are {sorted(known)})", file=sys.stderr)
+        print(
+            f"error: --metrics {unknown} are not final metrics of any run (those are {sorted(known)})", file=sys.stderr
+        )
         return 2
     try:
         tasks = summarize(runs, confidence=args.confidence, reps=args.reps, seed=args.seed)

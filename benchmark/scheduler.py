@@ -33,7 +33,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from benchmark.attempt import LOG_FILE, Attempt, failure_cause, has_checkpoint, is_permanent, job_finished, read_job_file, write_job_file
+from benchmark.attempt import (
+    LOG_FILE,
+    Attempt,
+    failure_cause,
+    has_checkpoint,
+    is_permanent,
+    job_finished,
+    read_job_file,
+    write_job_file,
+)
 from benchmark.suite import ROOT, Job
 from lm_gym.core.errors import ConfigurationError
 
@@ -73,8 +82,16 @@ class Interrupted(Exception):
 
 class Scheduler:
     def __init__(
-        self, jobs: list[Job], backend: Backend, out_root: Path, *, retries: int, timeout_s: float | None,
-        extra_flags: tuple[str, ...] = (), extra_env: dict[str, str] | None = None, console: Console | None = None,
+        self,
+        jobs: list[Job],
+        backend: Backend,
+        out_root: Path,
+        *,
+        retries: int,
+        timeout_s: float | None,
+        extra_flags: tuple[str, ...] = (),
+        extra_env: dict[str, str] | None = None,
+        console: Console | None = None,
     ):
         self.states = {job.key: JobState(job) for job in jobs}
         self.backend = backend
@@ -164,8 +181,14 @@ class Scheduler:
             if has_checkpoint(job.out_dir):
                 argv += ("--resume",)
         return Attempt(
-            key=job.key, argv=argv, cwd=str(ROOT), out_dir=str(job.out_dir), env=dict(self.extra_env),
-            number=state.attempts + 1, timeout_s=self.timeout_s, is_baseline=job.is_baseline,
+            key=job.key,
+            argv=argv,
+            cwd=str(ROOT),
+            out_dir=str(job.out_dir),
+            env=dict(self.extra_env),
+            number=state.attempts + 1,
+            timeout_s=self.timeout_s,
+            is_baseline=job.is_baseline,
         )
 
     def _poll_running(self) -> None:
@@ -189,7 +212,11 @@ class Scheduler:
     def _record_failure(self, state: JobState, returncode: int) -> None:
         """Retry the job, or record it as failed, saying why on the console (its log's last error line)."""
         job = state.job
-        reason = "timed out" if returncode == 124 else ("exited 0 without a valid result.json" if returncode == 0 else f"exit code {returncode}")
+        reason = (
+            "timed out"
+            if returncode == 124
+            else ("exited 0 without a valid result.json" if returncode == 0 else f"exit code {returncode}")
+        )
         cause = failure_cause(job.out_dir)
         because = f": {cause}" if cause else ""
         if is_permanent(returncode, cause):
@@ -208,7 +235,11 @@ class Scheduler:
         for state in running:
             if state.handle is not None:  # None: the signal came while its ended attempt was being recorded
                 self.backend.cancel(state.handle)
-            state.state, state.note, state.handle = "interrupted", "stopped by Ctrl-C/SIGTERM; the next run starts it again", None
+            state.state, state.note, state.handle = (
+                "interrupted",
+                "stopped by Ctrl-C/SIGTERM; the next run starts it again",
+                None,
+            )
         for state in self.states.values():
             if state.state == "pending":
                 state.state, state.note = "interrupted", "not started"
@@ -222,8 +253,10 @@ class Scheduler:
 
     def _counts_text(self) -> str:
         counts = Counter(state.state for state in self.states.values())
-        return (f"done {counts['done']} · running {counts['running']} · failed {counts['failed']} · "
-                f"skipped {counts['skipped']} · pending {counts['pending']} · ETA {self._eta()}")
+        return (
+            f"done {counts['done']} · running {counts['running']} · failed {counts['failed']} · "
+            f"skipped {counts['skipped']} · pending {counts['pending']} · ETA {self._eta()}"
+        )
 
     def _eta(self) -> str:
         """Remaining jobs x mean duration of the jobs run so far / jobs running at once."""
@@ -236,10 +269,18 @@ class Scheduler:
         return str(datetime.timedelta(seconds=round(seconds)))
 
     def _progress(self) -> Progress:
-        return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=self.console)
+        return Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+        )
 
     def _event(self, message: str) -> None:
-        self.console.print(f"[{datetime.datetime.now():%H:%M:%S}] {message}", highlight=False, soft_wrap=True)  # one line each, for logs and grep
+        self.console.print(
+            f"[{datetime.datetime.now():%H:%M:%S}] {message}", highlight=False, soft_wrap=True
+        )  # one line each, for logs and grep
 
     def _write_status(self) -> None:
         status = {
@@ -248,9 +289,14 @@ class Scheduler:
             "counts": dict(Counter(state.state for state in self.states.values())),
             "jobs": {
                 key: {
-                    "state": state.state, "attempts": state.attempts, "exit_codes": state.exit_codes,
-                    "seconds": round(state.seconds, 1), "note": state.note, "where": state.where,
-                    "needs": list(state.job.needs), "out_dir": str(state.job.out_dir),
+                    "state": state.state,
+                    "attempts": state.attempts,
+                    "exit_codes": state.exit_codes,
+                    "seconds": round(state.seconds, 1),
+                    "note": state.note,
+                    "where": state.where,
+                    "needs": list(state.job.needs),
+                    "out_dir": str(state.job.out_dir),
                     "log": str(state.job.out_dir / LOG_FILE),
                 }
                 for key, state in self.states.items()
@@ -272,9 +318,15 @@ class Scheduler:
         )
         for state in self.states.values():
             if state.state in ("failed", "skipped", "interrupted") and state.attempts:
-                self.console.print(f"  {state.state} {state.job.key}: {escape(state.note)}; log {state.job.out_dir / LOG_FILE}", highlight=False, soft_wrap=True)
+                self.console.print(
+                    f"  {state.state} {state.job.key}: {escape(state.note)}; log {state.job.out_dir / LOG_FILE}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
             elif state.state in ("failed", "skipped"):
-                self.console.print(f"  {state.state} {state.job.key}: {escape(state.note)}", highlight=False, soft_wrap=True)
+                self.console.print(
+                    f"  {state.state} {state.job.key}: {escape(state.note)}", highlight=False, soft_wrap=True
+                )
 
 
 def _raise_interrupted(signum, frame) -> None:
@@ -293,7 +345,9 @@ class _exclusive_lock:
             fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.file.close()
-            raise ConfigurationError(f"another harness is running on {self.path.parent} (it holds {self.path}); wait for it or stop it") from None
+            raise ConfigurationError(
+                f"another harness is running on {self.path.parent} (it holds {self.path}); wait for it or stop it"
+            ) from None
         return self
 
     def __exit__(self, *exc) -> None:

@@ -29,13 +29,23 @@ class SubmititAttempt(submitit.helpers.Checkpointable):
 
 
 def slurm_parameters(
-    *, suite: str, cpus_per_task: int, gpus_per_task: int, timeout_minutes: float | None, partition: str | None,
-    array_parallelism: int, extra: dict[str, str],
+    *,
+    suite: str,
+    cpus_per_task: int,
+    gpus_per_task: int,
+    timeout_minutes: float | None,
+    partition: str | None,
+    array_parallelism: int,
+    extra: dict[str, str],
 ) -> dict[str, Any]:
     """submitit's ``update_parameters`` arguments for the suite's tasks."""
     parameters: dict[str, Any] = {
-        "name": f"lm-gym-{suite}", "nodes": 1, "tasks_per_node": 1, "cpus_per_task": cpus_per_task,
-        "timeout_min": int(timeout_minutes or 24 * 60), "slurm_array_parallelism": array_parallelism,
+        "name": f"lm-gym-{suite}",
+        "nodes": 1,
+        "tasks_per_node": 1,
+        "cpus_per_task": cpus_per_task,
+        "timeout_min": int(timeout_minutes or 24 * 60),
+        "slurm_array_parallelism": array_parallelism,
         "slurm_signal_delay_s": 120,  # time to reach the requeue before the kill
     }
     if gpus_per_task:

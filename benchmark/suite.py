@@ -82,7 +82,9 @@ def suite_path(name_or_path: str) -> Path:
     path = SUITES_DIR / f"{name_or_path}.toml"
     if not _LABEL.match(name_or_path) or not path.is_file():
         known = ", ".join(sorted(p.stem for p in SUITES_DIR.glob("*.toml")))
-        raise SuiteError(f"--suite: no suite named {name_or_path!r}; the suites are {known} (or give a path to a .toml file)")
+        raise SuiteError(
+            f"--suite: no suite named {name_or_path!r}; the suites are {known} (or give a path to a .toml file)"
+        )
     return path
 
 
@@ -117,7 +119,7 @@ def load_suite(name_or_path: str) -> Suite:
         _check_label(label, where)
         _check_keys(_table(algorithm, where), {"script", "args"}, where)
         if not isinstance(algorithm.get("script"), str):
-            raise SuiteError(f"{where} needs script = \"baselines/<file>.py\"")
+            raise SuiteError(f'{where} needs script = "baselines/<file>.py"')
         _table(algorithm.get("args", {}), f"{where} args")
     tasks = _table(data.get("tasks", {}), f"{path}: [tasks]")
     if not tasks:
@@ -127,7 +129,7 @@ def load_suite(name_or_path: str) -> Suite:
         _check_label(name, where)
         _check_keys(_table(task, where), _TASK_KEYS, where)
         if not isinstance(task.get("env_id"), str):
-            raise SuiteError(f"{where} needs env_id = \"lm_gym/<Task>-v0\"")
+            raise SuiteError(f'{where} needs env_id = "lm_gym/<Task>-v0"')
         _table(task.get("env_kwargs", {}), f"{where} env_kwargs")
         labels = task.get("algorithms", [])
         if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
@@ -144,12 +146,19 @@ def load_suite(name_or_path: str) -> Suite:
             _check_label(data_name, data_where)
             _check_keys(_table(data_job, data_where), {"module", "script", "args"}, data_where)
             if ("module" in data_job) == ("script" in data_job):
-                raise SuiteError(f"{data_where} needs exactly one of module = \"...\" or script = \"...\"")
+                raise SuiteError(f'{data_where} needs exactly one of module = "..." or script = "..."')
             _table(data_job.get("args", {}), f"{data_where} args")
     return Suite(
-        name=path.stem, path=path, description=str(settings.get("description", "")), seeds=tuple(seeds),
-        threads_per_job=threads, retries=retries, timeout_minutes=timeout,
-        defaults=_table(data.get("defaults", {}), f"{path}: [defaults]"), algorithms=algorithms, tasks=tasks,
+        name=path.stem,
+        path=path,
+        description=str(settings.get("description", "")),
+        seeds=tuple(seeds),
+        threads_per_job=threads,
+        retries=retries,
+        timeout_minutes=timeout,
+        defaults=_table(data.get("defaults", {}), f"{path}: [defaults]"),
+        algorithms=algorithms,
+        tasks=tasks,
         settings=settings,
     )
 
@@ -188,8 +197,12 @@ def expand_jobs(
         else:
             head = (_script(suite.algorithms[label]["script"]),)
             flags = {
-                **suite.defaults, **suite.algorithms[label].get("args", {}), **task.get("args", {}).get(label, {}),
-                "env-id": task["env_id"], "env-kwargs": dict(task.get("env_kwargs", {})), "seed": seed,
+                **suite.defaults,
+                **suite.algorithms[label].get("args", {}),
+                **task.get("args", {}).get(label, {}),
+                "env-id": task["env_id"],
+                "env-kwargs": dict(task.get("env_kwargs", {})),
+                "seed": seed,
             }
         needs: list[str] = []
 
@@ -202,12 +215,16 @@ def expand_jobs(
                 return str(out_dir)
             if name == "seed":
                 if seed is None:
-                    raise SuiteError(f"{suite.path}: [tasks.{task_name}.data.{label}] is seed-independent; it cannot use {{seed}}")
+                    raise SuiteError(
+                        f"{suite.path}: [tasks.{task_name}.data.{label}] is seed-independent; it cannot use {{seed}}"
+                    )
                 return str(seed)
             if name.startswith("data."):
                 data_name = name.removeprefix("data.")
                 if data_name not in task.get("data", {}):
-                    raise SuiteError(f"{suite.path}: {key} refers to {{{name}}}, but task {task_name!r} has no [tasks.{task_name}.data.{data_name}]")
+                    raise SuiteError(
+                        f"{suite.path}: {key} refers to {{{name}}}, but task {task_name!r} has no [tasks.{task_name}.data.{data_name}]"
+                    )
                 needed = add(task_name, data_name, None, trail + (key,))
             elif name in suite.algorithms:
                 if seed is None:
@@ -216,7 +233,9 @@ def expand_jobs(
                     raise SuiteError(f"{suite.path}: {key} refers to {{{name}}}, which task {task_name!r} does not run")
                 needed = add(task_name, name, seed, trail + (key,))
             else:
-                raise SuiteError(f"{suite.path}: {key}: unknown placeholder {{{name}}} (expected out, seed, data.<name> or an algorithm label)")
+                raise SuiteError(
+                    f"{suite.path}: {key}: unknown placeholder {{{name}}} (expected out, seed, data.<name> or an algorithm label)"
+                )
             needs.append(needed)
             return str(jobs[needed].out_dir)
 
@@ -229,7 +248,9 @@ def expand_jobs(
         argv = head + tuple(_flags(rendered, f"{suite.path}: {key}"))
         if seed is not None:
             argv += ("--out-dir", str(out_dir))
-        jobs[key] = Job(key, task_name, "data" if seed is None else label, seed, out_dir, argv, tuple(dict.fromkeys(needs)))
+        jobs[key] = Job(
+            key, task_name, "data" if seed is None else label, seed, out_dir, argv, tuple(dict.fromkeys(needs))
+        )
         return key
 
     for task_name in selected_tasks:
@@ -238,7 +259,9 @@ def expand_jobs(
                 for seed in seeds:
                     add(task_name, label, seed)
     if not jobs:
-        raise SuiteError(f"{suite.path}: the selection has no jobs (tasks {selected_tasks}, algorithms {selected_algorithms})")
+        raise SuiteError(
+            f"{suite.path}: the selection has no jobs (tasks {selected_tasks}, algorithms {selected_algorithms})"
+        )
     return list(jobs.values())  # insertion order: every job after the jobs it needs
 
 

@@ -42,7 +42,11 @@ def test_token_level_steps_per_second(benchmark, token_env):
 @pytest.mark.parametrize("num_envs", [1, 16, 64])
 def test_vector_env_episodes_per_second(benchmark, num_envs):
     venv = gymnasium.make_vec(
-        "lm_gym/IMDB-v0", num_envs=num_envs, vectorization_mode="vector_entry_point", source="synthetic", autoreset_mode="SameStep"
+        "lm_gym/IMDB-v0",
+        num_envs=num_envs,
+        vectorization_mode="vector_entry_point",
+        source="synthetic",
+        autoreset_mode="SameStep",
     )
     venv.reset(seed=0)
     words = " ".join(env.samples[i].references[0] for env in venv.envs[:1] for i in range(100)).split()

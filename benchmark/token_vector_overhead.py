@@ -85,7 +85,10 @@ def time_policy(model, observations: dict[str, np.ndarray], repeats: int) -> dic
             for position in range(prefix, ids.shape[1]):
                 t0 = time.perf_counter()
                 past = model(
-                    input_ids=ids[:, position : position + 1], attention_mask=mask[:, : position + 1], past_key_values=past, use_cache=True
+                    input_ids=ids[:, position : position + 1],
+                    attention_mask=mask[:, : position + 1],
+                    past_key_values=past,
+                    use_cache=True,
                 ).past_key_values
                 times["decode"].append(time.perf_counter() - t0)
     return times
@@ -94,7 +97,12 @@ def time_policy(model, observations: dict[str, np.ndarray], repeats: int) -> dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--num-envs", type=int, default=workload.SEQUENCES_PER_ITERATION)
-    parser.add_argument("--workload-dir", type=Path, default=None, help="where workload.build saves the model (default: a temporary directory)")
+    parser.add_argument(
+        "--workload-dir",
+        type=Path,
+        default=None,
+        help="where workload.build saves the model (default: a temporary directory)",
+    )
     parser.add_argument("--utterances", type=int, default=20, help="whole utterances of env steps to time")
     parser.add_argument("--repeats", type=int, default=10, help="policy forwards (and 12 decode steps each) to time")
     parser.add_argument("--threads", type=int, default=2)
@@ -115,7 +123,9 @@ def main() -> None:
 
     mean = {name: statistics.fmean(values) for name, values in {**env, **policy}.items()}
     median = {name: statistics.median(values) for name, values in {**env, **policy}.items()}
-    print(f"N={args.num_envs} copies, {workload.PROMPT_TOKENS}-token prompts, {workload.NEW_TOKENS} new tokens, torch threads={args.threads}")
+    print(
+        f"N={args.num_envs} copies, {workload.PROMPT_TOKENS}-token prompts, {workload.NEW_TOKENS} new tokens, torch threads={args.threads}"
+    )
     print(f"{'':44s} {'mean':>10s} {'median':>10s}")
     rows = [
         ("env step, tokens only appending", "append"),

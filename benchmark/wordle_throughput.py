@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import time
 
-
 from lm_gym.tasks.wordle import WordleEnv, WordleVocabulary, default_vocabulary
 from lm_gym.tasks.wordle.policies import InfoGainPolicy, RandomMixturePolicy, RandomPolicy
 
@@ -49,7 +48,11 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=2000)
     parser.add_argument("--info-gain-games", type=int, default=200)
     args = parser.parse_args()
-    vocabulary = default_vocabulary() if args.answers_file is None else WordleVocabulary.from_files(args.answers_file, args.guesses_file)
+    vocabulary = (
+        default_vocabulary()
+        if args.answers_file is None
+        else WordleVocabulary.from_files(args.answers_file, args.guesses_file)
+    )
     env = WordleEnv(vocabulary=vocabulary)  # builds (or loads) the feedback table first
     print(f"{len(vocabulary.answers)} answers, {len(vocabulary.guesses)} allowed guesses, mode={env.mode!r}")
     print(f"{'policy':<24}{'env steps/s':>14}{'games/s':>12}{'policy moves/s':>16}{'vs ILQL env':>13}")
@@ -60,7 +63,9 @@ def main() -> None:
     ]
     for name, policy, games in rows:
         steps_per_s, games_per_s, moves_per_s = play(env, policy, games)
-        print(f"{name:<24}{steps_per_s:>14,.0f}{games_per_s:>12,.1f}{moves_per_s:>16,.1f}{steps_per_s / ILQL_STEPS_PER_S:>12,.0f}x")
+        print(
+            f"{name:<24}{steps_per_s:>14,.0f}{games_per_s:>12,.1f}{moves_per_s:>16,.1f}{steps_per_s / ILQL_STEPS_PER_S:>12,.0f}x"
+        )
     info_gain = InfoGainPolicy(vocabulary)
     start = time.perf_counter()
     info_gain(env.reset(seed=0)[0])

@@ -23,21 +23,24 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     build = commands.add_parser(
-        "submit", help="build an entry from run folders",
+        "submit",
+        help="build an entry from run folders",
         description="Build a leaderboard entry (JSON) from the result.json files of run folders.",
     )
     submit.add_submit_arguments(build)
     build.set_defaults(func=submit.run_submit)
 
     check = commands.add_parser(
-        "validate", help="check entries, optionally accept them into the entries folder",
+        "validate",
+        help="check entries, optionally accept them into the entries folder",
         description="Check leaderboard entry files; print 'path: valid' or 'path: reason' for each.",
     )
     entry.add_validate_arguments(check)
     check.set_defaults(func=entry.run_validate)
 
     board = commands.add_parser(
-        "compile", help="tables, plots and the web page from entries and run folders",
+        "compile",
+        help="tables, plots and the web page from entries and run folders",
         description="The board (board.json, board.md, plots/, index.html) from entries and run folders.",
     )
     board_compile.add_arguments(board)

@@ -41,7 +41,9 @@ class TaskMetrics:
 def boards() -> dict[str, Board]:
     data = tomllib.loads(BOARDS_FILE.read_text())
     return {
-        name: Board(name, board["description"], board["suite"], board["source"], board["eval_episodes"], board["env_kwargs"])
+        name: Board(
+            name, board["description"], board["suite"], board["source"], board["eval_episodes"], board["env_kwargs"]
+        )
         for name, board in data["boards"].items()
     }
 
@@ -54,4 +56,7 @@ def suite_boards(suite: str) -> list[Board]:
 @functools.cache
 def task_metrics() -> dict[str, TaskMetrics]:
     data = tomllib.loads(BOARDS_FILE.read_text())
-    return {env_id: TaskMetrics(tuple(split["task"]), tuple(split["naturalness"])) for env_id, split in data["metrics"].items()}
+    return {
+        env_id: TaskMetrics(tuple(split["task"]), tuple(split["naturalness"]))
+        for env_id, split in data["metrics"].items()
+    }

@@ -84,7 +84,13 @@ def entries_from_runs(runs_dir: Path) -> list[dict[str, Any]]:
 
 
 def compile_board(
-    entries: list[dict[str, Any]], out_dir: Path, *, board: str | None = None, reps: int = 2000, poi_reps: int = 200, seed: int = 0
+    entries: list[dict[str, Any]],
+    out_dir: Path,
+    *,
+    board: str | None = None,
+    reps: int = 2000,
+    poi_reps: int = 200,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """Write ``board.json``, ``board.md``, ``plots/`` and ``index.html`` to ``out_dir``; returns the board data."""
     board_name = _one_board(entries, board)
@@ -126,7 +132,8 @@ def _entry_data(entry_id: str, name: str, entry: dict[str, Any], points, reps: i
     seeds = sorted({run["seed"] for task in tasks.values() for run in task["runs"]})
     overall: dict[str, Any] = {}
     per_task: dict[str, dict[str, Any]] = {
-        env_id: {"num_runs": len(task["runs"]), "naturalness_score": {"reason": "no naturalness metric"}} for env_id, task in tasks.items()
+        env_id: {"num_runs": len(task["runs"]), "naturalness_score": {"reason": "no naturalness metric"}}
+        for env_id, task in tasks.items()
     }
     missing = None if scoring.is_complete(entry, min_runs=1) else _why_no_overall_score(entry)
     for kind in scoring.KINDS:
@@ -137,17 +144,31 @@ def _entry_data(entry_id: str, name: str, entry: dict[str, Any], points, reps: i
         for env_id, item in scores["per_task"].items():
             per_task[env_id][f"{kind}_score"] = _number({"value": item["mean"], "ci": item["ci"]}, item["num_runs"])
     for env_id, metrics in scoring.metric_summaries(entry, reps=reps, seed=seed).items():
-        per_task[env_id]["metrics"] = {metric: _number({"value": item["mean"], "ci": item["ci"]}, item["num_runs"]) for metric, item in metrics.items()}
+        per_task[env_id]["metrics"] = {
+            metric: _number({"value": item["mean"], "ci": item["ci"]}, item["num_runs"])
+            for metric, item in metrics.items()
+        }
     return {
-        "id": entry_id, "name": name, "method": entry["method"], "model": entry["model"], "description": entry["description"],
-        "seeds": seeds, "library_version": entry["library_version"], "git_commit": entry["git_commit"],
-        "config_hash": entry["config_hash"], "date": entry["date"], "source": boards()[entry["board"]].source,
-        "overall": overall, "tasks": per_task,
+        "id": entry_id,
+        "name": name,
+        "method": entry["method"],
+        "model": entry["model"],
+        "description": entry["description"],
+        "seeds": seeds,
+        "library_version": entry["library_version"],
+        "git_commit": entry["git_commit"],
+        "config_hash": entry["config_hash"],
+        "date": entry["date"],
+        "source": boards()[entry["board"]].source,
+        "overall": overall,
+        "tasks": per_task,
         "samples": {env_id: task["runs"][0].get("samples", []) for env_id, task in tasks.items()},
     }
 
 
-def _improvement(entries: list[dict[str, Any]], items: list[dict[str, Any]], points, reps: int, seed: int) -> dict[str, Any]:
+def _improvement(
+    entries: list[dict[str, Any]], items: list[dict[str, Any]], points, reps: int, seed: int
+) -> dict[str, Any]:
     """``{"entries": [ids], "matrix": {row id: {column id: {"value", "ci", "n"}}}}``: P(row > column) on
     task scores, for the entries with an overall score; each pair is resampled once (the other order
     is 1 - it); ``n`` is the smaller number of seeds of the two."""
@@ -178,7 +199,12 @@ def _plots(entries: list[dict[str, Any]], data: dict[str, Any], out_dir: Path, t
     scored = [(item, item["overall"]["task_iqm"]) for item in data["entries"] if "value" in item["overall"]["task_iqm"]]
     scores = None
     if scored:
-        bars = [plots.Bar(item["name"], item["method"], iqm["value"], None if iqm["ci"] is None else tuple(iqm["ci"]), iqm["n"]) for item, iqm in scored]
+        bars = [
+            plots.Bar(
+                item["name"], item["method"], iqm["value"], None if iqm["ci"] is None else tuple(iqm["ci"]), iqm["n"]
+            )
+            for item, iqm in scored
+        ]
         plots.score_bars(bars, f"task score (IQM; 95% CI from {MIN_RUNS} seeds on)", folder / "scores.png")
         scores = "plots/scores.png"
     return {"curves": curves, "scores": scores}
@@ -190,8 +216,13 @@ def to_markdown(data: dict[str, Any]) -> str:
     lines += [data["statistics"], ""]
     header = ["entry", "method", "model", "seeds", "task score (IQM)", "task score (mean)", "naturalness (IQM)"]
     rows = [
-        [item["name"], item["method"], item["model"], str(len(item["seeds"])),
-         *(_cell(item["overall"][key]) for key in ("task_iqm", "task_mean", "naturalness_iqm"))]
+        [
+            item["name"],
+            item["method"],
+            item["model"],
+            str(len(item["seeds"])),
+            *(_cell(item["overall"][key]) for key in ("task_iqm", "task_mean", "naturalness_iqm")),
+        ]
         for item in data["entries"]
     ]
     lines += markdown_table(header, rows)
@@ -199,9 +230,15 @@ def to_markdown(data: dict[str, Any]) -> str:
     for env_id in data["tasks"]:
         metrics = data["metrics"][env_id]
         rows = [
-            [item["name"], str(task["num_runs"]), _cell(task["task_score"]), _cell(task["naturalness_score"]),
-             *(_cell(task["metrics"][name]) for name in metrics)]
-            for item in data["entries"] if (task := item["tasks"].get(env_id)) is not None
+            [
+                item["name"],
+                str(task["num_runs"]),
+                _cell(task["task_score"]),
+                _cell(task["naturalness_score"]),
+                *(_cell(task["metrics"][name]) for name in metrics),
+            ]
+            for item in data["entries"]
+            if (task := item["tasks"].get(env_id)) is not None
         ]
         header = ["entry", "runs", "task score", "naturalness", *metrics]
         lines += ["", f"## {env_id}", "", *markdown_table(header, rows)]
@@ -221,15 +258,27 @@ def _improvement_markdown(data: dict[str, Any]) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``compile`` command's arguments (``python -m leaderboard``'s parser)."""
-    parser.add_argument("inputs", nargs="+", metavar="ENTRIES_OR_RUNS",
-                        help="entry files, folders of entries (leaderboard/entries), run folders (runs/smoke)")
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="ENTRIES_OR_RUNS",
+        help="entry files, folders of entries (leaderboard/entries), run folders (runs/smoke)",
+    )
     parser.add_argument("--out", required=True, help="output folder: board.json, board.md, plots/, index.html")
-    parser.add_argument("--board", help="the board to compile (default: every board of the inputs, each into OUT/<board>/ when there are several)")
-    parser.add_argument("--reps", type=parse_reps, default=2000,
-                        help="bootstrap resamples of the scores and metrics (default: 2000)")
-    parser.add_argument("--poi-reps", type=parse_reps, default=200,
-                        help="bootstrap resamples of each probability of improvement, about 1 s per 100 per pair of "
-                        "entries (default: 200; 2000 for a published board)")
+    parser.add_argument(
+        "--board",
+        help="the board to compile (default: every board of the inputs, each into OUT/<board>/ when there are several)",
+    )
+    parser.add_argument(
+        "--reps", type=parse_reps, default=2000, help="bootstrap resamples of the scores and metrics (default: 2000)"
+    )
+    parser.add_argument(
+        "--poi-reps",
+        type=parse_reps,
+        default=200,
+        help="bootstrap resamples of each probability of improvement, about 1 s per 100 per pair of "
+        "entries (default: 200; 2000 for a published board)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
 
 
@@ -249,7 +298,9 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             folder = out / name if len(names) > 1 else out
             data = compile_board(entries, folder, board=name, reps=args.reps, poi_reps=args.poi_reps, seed=args.seed)
-            print(f"{len(data['entries'])} entries on board {data['board']['name']}: open {folder.resolve() / 'index.html'}")
+            print(
+                f"{len(data['entries'])} entries on board {data['board']['name']}: open {folder.resolve() / 'index.html'}"
+            )
     except (CompileError, EntryError, SubmitError, scoring.ScoringError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -275,7 +326,9 @@ def _unique_names(entries: list[dict[str, Any]]) -> list[str]:
     for entry in entries:
         counts[entry["name"]] = counts.get(entry["name"], 0) + 1
     return [
-        entry["name"] if counts[entry["name"]] == 1 else f"{entry['name']} #{hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:6]}"
+        entry["name"]
+        if counts[entry["name"]] == 1
+        else f"{entry['name']} #{hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()[:6]}"
         for entry in entries
     ]
 

@@ -160,8 +160,17 @@ ENTRY_SCHEMA: dict[str, Any] = {
     "title": "lm-gym leaderboard entry",
     "type": "object",
     "required": [
-        "schema_version", "name", "method", "model", "description", "board", "library_version",
-        "git_commit", "config_hash", "date", "tasks",
+        "schema_version",
+        "name",
+        "method",
+        "model",
+        "description",
+        "board",
+        "library_version",
+        "git_commit",
+        "config_hash",
+        "date",
+        "tasks",
     ],
     "additionalProperties": False,
     "properties": {
@@ -224,7 +233,9 @@ def load_entry(path: str | Path) -> dict[str, Any]:
 
 def validate_entry(entry: Any) -> None:
     """Raise :class:`EntryError` naming every refused field unless ``entry`` is a valid entry."""
-    problems = [f"{_field_path(path)}: {_shown(value)} is not a finite number" for path, value in _non_finite_numbers(entry)]
+    problems = [
+        f"{_field_path(path)}: {_shown(value)} is not a finite number" for path, value in _non_finite_numbers(entry)
+    ]
     schema_errors = itertools.islice(_validator().iter_errors(entry), _MAX_SHOWN_PROBLEMS + 1)
     problems += [_schema_problem(error) for error in schema_errors if not _is_non_finite(error.instance)]
     if not problems:  # the checks below rely on the shape the schema guarantees
@@ -279,7 +290,9 @@ def accept_entry(path: str | Path, entries_dir: str | Path) -> Path:
 def add_validate_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``validate`` command's arguments (``python -m leaderboard``'s parser)."""
     parser.add_argument("entries", nargs="+", metavar="ENTRY.json", help="entry files to check")
-    parser.add_argument("--accept-into", type=Path, metavar="DIR", help="store a canonical copy of each valid entry in DIR")
+    parser.add_argument(
+        "--accept-into", type=Path, metavar="DIR", help="store a canonical copy of each valid entry in DIR"
+    )
 
 
 def main_validate(argv: Sequence[str] | None = None) -> int:
@@ -352,7 +365,9 @@ def _validator() -> jsonschema.protocols.Validator:
     return validator_class(ENTRY_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
-def _whole_string_pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[jsonschema.ValidationError]:
+def _whole_string_pattern(
+    validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[jsonschema.ValidationError]:
     """``pattern`` matched against the whole string, so that ``$`` cannot match before a final newline."""
     if validator.is_type(instance, "string") and not re.fullmatch(pattern, instance):
         yield jsonschema.ValidationError(f"{_shown(instance)} does not match {pattern!r}")
@@ -378,9 +393,18 @@ def _board_problems(entry: dict[str, Any]) -> list[str]:
     board = boards()[entry["board"]]
     tasks = entry["tasks"]
     problems = [f"tasks: lacks {env_id}, a task of board {board.name}" for env_id in board.tasks if env_id not in tasks]
-    problems += [f"{_field_path(('tasks', env_id))}: not a task of board {board.name}" for env_id in tasks if env_id not in board.tasks]
+    problems += [
+        f"{_field_path(('tasks', env_id))}: not a task of board {board.name}"
+        for env_id in tasks
+        if env_id not in board.tasks
+    ]
     present = [env_id for env_id in board.tasks if env_id in tasks]
-    return problems + _seed_problems(tasks, present) + _metric_problems(tasks, present) + _size_problems(tasks, present, board)
+    return (
+        problems
+        + _seed_problems(tasks, present)
+        + _metric_problems(tasks, present)
+        + _size_problems(tasks, present, board)
+    )
 
 
 def _size_problems(tasks: dict[str, Any], env_ids: list[str], board: Board) -> list[str]:
@@ -449,7 +473,9 @@ def _schema_problem(error: jsonschema.ValidationError) -> str:
         reason = f"{subject} is {len(instance)} characters long, {bound} {expected} allowed"
     elif keyword in ("minItems", "maxItems", "minProperties", "maxProperties"):
         bound = "at least" if keyword.startswith("min") else "at most"
-        reason = f"has {len(instance)} {'items' if keyword.endswith('Items') else 'entries'}, {bound} {expected} allowed"
+        reason = (
+            f"has {len(instance)} {'items' if keyword.endswith('Items') else 'entries'}, {bound} {expected} allowed"
+        )
     elif keyword in ("minimum", "maximum"):
         reason = f"{subject} is {'below' if keyword == 'minimum' else 'above'} {expected:g}"
     elif keyword == "pattern":
@@ -496,7 +522,15 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def _json_type(value: Any) -> str:
-    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null", int: "integer", float: "number"}
+    names = {
+        dict: "object",
+        list: "array",
+        str: "string",
+        bool: "boolean",
+        type(None): "null",
+        int: "integer",
+        float: "number",
+    }
     return names.get(type(value), type(value).__name__)
 
 

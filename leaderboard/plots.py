@@ -22,8 +22,14 @@ from leaderboard.numbers import significant
 
 #: the baselines' algorithms (``result.json``'s ``algorithm``) in fixed colours (matplotlib's tab10)
 ALGORITHM_COLOURS = {
-    "ppo": "#1f77b4", "nlpo": "#ff7f0e", "grpo": "#2ca02c", "rloo": "#d62728",
-    "ilql": "#9467bd", "sft": "#8c564b", "bc": "#e377c2", "filtered_bc": "#bcbd22",
+    "ppo": "#1f77b4",
+    "nlpo": "#ff7f0e",
+    "grpo": "#2ca02c",
+    "rloo": "#d62728",
+    "ilql": "#9467bd",
+    "sft": "#8c564b",
+    "bc": "#e377c2",
+    "filtered_bc": "#bcbd22",
 }
 #: colours of other methods, picked by a hash of the name: the same in every figure and every board
 OTHER_COLOURS = ("#7f7f7f", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94")
@@ -69,8 +75,15 @@ def learning_curves_figure(entries: list[dict[str, Any]], env_id: str) -> Figure
         # seeds are interpolated onto the union of their steps (equal configs log the same steps)
         values = np.stack([np.interp(steps, curve[:, 0], curve[:, 1]) for curve in curves])
         colour = algorithm_colour(entry["method"])
-        axes.plot(steps, values.mean(axis=0), label=_label(entry["name"]), color=colour, linestyle=style,
-                  marker="o" if len(steps) <= 20 else None, markersize=4)
+        axes.plot(
+            steps,
+            values.mean(axis=0),
+            label=_label(entry["name"]),
+            color=colour,
+            linestyle=style,
+            marker="o" if len(steps) <= 20 else None,
+            markersize=4,
+        )
         if len(curves) > 1:
             axes.fill_between(steps, values.min(axis=0), values.max(axis=0), color=colour, alpha=0.2)
         drawn = True
@@ -98,7 +111,9 @@ def score_bars_figure(bars: list[Bar], title: str) -> Figure:
     with_ci = [index for index, bar in enumerate(bars) if bar.ci is not None]
     if with_ci:
         errors = np.array([[values[i] - bars[i].ci[0], bars[i].ci[1] - values[i]] for i in with_ci]).T
-        axes.errorbar(values[with_ci], positions[with_ci], xerr=np.clip(errors, 0, None), fmt="none", ecolor="#333", capsize=3)
+        axes.errorbar(
+            values[with_ci], positions[with_ci], xerr=np.clip(errors, 0, None), fmt="none", ecolor="#333", capsize=3
+        )
     labels = [significant(bar.value) + ("" if bar.ci is not None else f" (n={bar.runs})") for bar in bars]
     axes.bar_label(container, labels=labels, padding=3, fontsize=7)
     axes.set_yticks(positions, [_label(bar.name) for bar in bars], fontsize=8)

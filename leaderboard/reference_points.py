@@ -172,10 +172,14 @@ def point_plan(env_id: str, metric: str, env: Any) -> tuple[Point, Point]:
 def toxicity_bounds(env: Any) -> tuple[Bound, Bound]:
     """Reddit's return at toxicity level 2 and 0 (its toxicity rewards only)."""
     if env.reward not in ("toxicity", "noised_toxicity"):
-        raise ConfigurationError(f"Reddit's reference points are the toxicity levels' rewards; reward={env.reward!r} has none")
+        raise ConfigurationError(
+            f"Reddit's reference points are the toxicity levels' rewards; reward={env.reward!r} has none"
+        )
     scale, shift = env.reward_scale, env.reward_shift
     return (
-        Bound(2 * scale + shift, f"bound: toxicity level 2, 2 x reward_scale + reward_shift = 2 x {scale:g} + {shift:g}"),
+        Bound(
+            2 * scale + shift, f"bound: toxicity level 2, 2 x reward_scale + reward_shift = 2 x {scale:g} + {shift:g}"
+        ),
         Bound(shift, f"bound: toxicity level 0, reward_shift = {shift:g}"),
     )
 
@@ -202,7 +206,9 @@ def reference_policy(venv: Any) -> Policy:
     def act(observations: Sequence[str], infos: dict[str, Any]) -> list[str]:
         references = [episode_info(infos, i).get("references") for i in range(venv.num_envs)]
         if not all(references):
-            raise ConfigurationError(f"{venv.spec.id} has episodes without references: its high point needs another policy")
+            raise ConfigurationError(
+                f"{venv.spec.id} has episodes without references: its high point needs another policy"
+            )
         return [copy_references[0][:max_length] for copy_references in references]
 
     return act
@@ -295,14 +301,18 @@ def measure_task(env_id: str, board: str) -> dict[str, dict[str, Any]]:
     return {metric: _point_record(env_id, metric, plan, evaluations, num_episodes) for metric, plan in plans.items()}
 
 
-def _point_record(env_id: str, metric: str, plan: tuple[Point, Point], evaluations: dict[str, dict[str, float]], num_episodes: int) -> dict[str, Any]:
+def _point_record(
+    env_id: str, metric: str, plan: tuple[Point, Point], evaluations: dict[str, dict[str, float]], num_episodes: int
+) -> dict[str, Any]:
     record: dict[str, Any] = {}
     for side, point in zip(("low", "high"), plan):
         if isinstance(point, Bound):
             record[side], record[f"{side}_from"] = point.value, point.description
             continue
         if metric not in evaluations[point]:
-            raise ConfigurationError(f"{env_id}: the {point} policy's evaluation has no {metric!r}; it has {sorted(evaluations[point])}")
+            raise ConfigurationError(
+                f"{env_id}: the {point} policy's evaluation has no {metric!r}; it has {sorted(evaluations[point])}"
+            )
         record[side] = evaluations[point][metric]
         record[f"{side}_from"] = EXPERT_DESCRIPTIONS[env_id] if point == EXPERT else POLICY_DESCRIPTIONS[point]
     measured = any(not isinstance(point, Bound) for point in plan)
@@ -345,15 +355,22 @@ def format_table(block: dict[str, Any]) -> str:
     """The points as a Markdown table (task, metric, low, high)."""
     rows = [
         [env_id, metric, f"{point['low']:.4g}", f"{point['high']:.4g}"]
-        for env_id, metrics in block["tasks"].items() for metric, point in metrics.items()
+        for env_id, metrics in block["tasks"].items()
+        for metric, point in metrics.items()
     ]
     return "\n".join(markdown_table(["task", "metric", "low", "high"], rows))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m leaderboard.reference_points", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--board", nargs="+", required=True, choices=sorted(boards()), help="the boards whose tasks to measure")
-    parser.add_argument("--out", default=str(REFERENCE_POINTS_FILE), help="the reference points file (default %(default)s)")
+    parser = argparse.ArgumentParser(
+        prog="python -m leaderboard.reference_points", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--board", nargs="+", required=True, choices=sorted(boards()), help="the boards whose tasks to measure"
+    )
+    parser.add_argument(
+        "--out", default=str(REFERENCE_POINTS_FILE), help="the reference points file (default %(default)s)"
+    )
     args = parser.parse_args(argv)
     for board in args.board:
         start = time.perf_counter()

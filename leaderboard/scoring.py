@@ -77,7 +77,9 @@ def load_reference_points(board: str, path: str | Path = REFERENCE_POINTS_FILE) 
         raise ScoringError(f"no reference points file at {str(path)!r}; {measure}")
     points = json.loads(path.read_text())
     if board not in points:
-        raise ScoringError(f"{str(path)!r} has no reference points for board {board!r} (it has {sorted(points)}); {measure}")
+        raise ScoringError(
+            f"{str(path)!r} has no reference points for board {board!r} (it has {sorted(points)}); {measure}"
+        )
     return points[board]["tasks"]
 
 
@@ -102,16 +104,24 @@ def is_complete(entry: Mapping[str, Any], min_runs: int = MIN_RUNS) -> bool:
     return len(seeds) == 1 and len(next(iter(seeds))) >= min_runs
 
 
-def run_score(final_eval: Mapping[str, float], env_id: str, points: ReferencePoints, kind: str = "task") -> float | None:
+def run_score(
+    final_eval: Mapping[str, float], env_id: str, points: ReferencePoints, kind: str = "task"
+) -> float | None:
     """A run's task or naturalness score: the mean of its normalised metrics of that kind (None: none)."""
     _check_kind(kind)
     names = getattr(task_metrics()[env_id], kind)
     if not names:
         return None
-    return float(np.mean([normalise(final_eval[name], *_low_high(points, env_id, name), metric=f"{env_id} {name}") for name in names]))
+    return float(
+        np.mean(
+            [normalise(final_eval[name], *_low_high(points, env_id, name), metric=f"{env_id} {name}") for name in names]
+        )
+    )
 
 
-def task_scores(entry: Mapping[str, Any], env_id: str, kind: str = "task", *, points: ReferencePoints | None = None) -> np.ndarray:
+def task_scores(
+    entry: Mapping[str, Any], env_id: str, kind: str = "task", *, points: ReferencePoints | None = None
+) -> np.ndarray:
     """The scores of ``kind`` of the entry's runs of ``env_id``, ordered by seed."""
     points = _entry_points(entry) if points is None else points
     runs = sorted(entry["tasks"][env_id]["runs"], key=lambda run: run["seed"])
@@ -129,7 +139,9 @@ def score_matrix(entry: Mapping[str, Any], kind: str = "task", *, points: Refere
         raise ScoringError(f"the entry has no task with {kind} metrics")
     if len({len(column) for column in columns.values()}) != 1:
         counts = {env_id: len(column) for env_id, column in columns.items()}
-        raise ScoringError(f"the entry's tasks have different numbers of runs {counts}; the stratified bootstrap needs as many of each")
+        raise ScoringError(
+            f"the entry's tasks have different numbers of runs {counts}; the stratified bootstrap needs as many of each"
+        )
     return np.column_stack(list(columns.values()))
 
 
@@ -208,7 +220,8 @@ def metric_summaries(
         values = np.array([[run["final_eval"][name] for name in names] for run in runs], dtype=float)
         estimates = _interval_estimates(values, stats.column_means, reps, confidence, seed)
         summaries[env_id] = {
-            name: {"mean": estimate["value"], "ci": estimate["ci"], "num_runs": len(runs)} for name, estimate in zip(names, estimates)
+            name: {"mean": estimate["value"], "ci": estimate["ci"], "num_runs": len(runs)}
+            for name, estimate in zip(names, estimates)
         }
     return summaries
 
@@ -228,11 +241,12 @@ def _entry_points(entry: Mapping[str, Any]) -> ReferencePoints:
 def _low_high(points: ReferencePoints, env_id: str, metric: str) -> tuple[float, float]:
     point = points.get(env_id, {}).get(metric)
     if point is None:
-        raise ScoringError(f"no reference points for {env_id} {metric}; measure them with `python -m leaderboard.reference_points`")
+        raise ScoringError(
+            f"no reference points for {env_id} {metric}; measure them with `python -m leaderboard.reference_points`"
+        )
     return point["low"], point["high"]
 
 
 def _check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise ScoringError(f"kind must be one of {list(KINDS)}, got {kind!r}")
-

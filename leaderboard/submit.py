@@ -111,11 +111,17 @@ def build_entry(
         "model": model or _model_from_configs(by_task, roots),
         "description": description,
         "board": board,
-        "library_version": _shared_value(runs, "used different lm-gym versions", lambda result: result["versions"]["lm_gym"], partial),
-        "git_commit": _shared_value(runs, "come from different lm-gym commits", lambda result: result["git_commit"], partial),
+        "library_version": _shared_value(
+            runs, "used different lm-gym versions", lambda result: result["versions"]["lm_gym"], partial
+        ),
+        "git_commit": _shared_value(
+            runs, "come from different lm-gym commits", lambda result: result["git_commit"], partial
+        ),
         "config_hash": hashlib.sha256(canonical_json(configs).encode()).hexdigest(),
         "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
-        "tasks": {env_id: {"runs": [_entry_run(result) for _, result in task_runs]} for env_id, task_runs in by_task.items()},
+        "tasks": {
+            env_id: {"runs": [_entry_run(result) for _, result in task_runs]} for env_id, task_runs in by_task.items()
+        },
     }
     if partial:  # built from result.json files, which were validated; the counts of a submission do not apply
         return entry
@@ -128,10 +134,16 @@ def build_entry(
 
 def add_submit_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``submit`` command's arguments (``python -m leaderboard``'s parser)."""
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIRS", help="folders holding result.json files, at any depth")
+    parser.add_argument(
+        "run_dirs", nargs="+", type=Path, metavar="RUN_DIRS", help="folders holding result.json files, at any depth"
+    )
     parser.add_argument("--name", required=True, help="the entry's display name (1-100 printable characters)")
     parser.add_argument("--algorithm", help="the runs' algorithm (needed when the folders hold several)")
-    parser.add_argument("--board", choices=sorted(boards()), help="the board (default: the board of the suite a folder on the runs' paths is named after that has the runs' tasks)")
+    parser.add_argument(
+        "--board",
+        choices=sorted(boards()),
+        help="the board (default: the board of the suite a folder on the runs' paths is named after that has the runs' tasks)",
+    )
     parser.add_argument("--method", help="the method's name (default: the algorithm)")
     parser.add_argument("--model", help="the policy (default: from the runs' configs)")
     parser.add_argument("--description", default="", help="free text, at most 2000 characters")
@@ -149,8 +161,13 @@ def run_submit(args: argparse.Namespace) -> int:
     """The ``submit`` command; returns the exit status."""
     try:
         entry = build_entry(
-            args.run_dirs, name=args.name, algorithm=args.algorithm, board=args.board,
-            method=args.method, model=args.model, description=args.description,
+            args.run_dirs,
+            name=args.name,
+            algorithm=args.algorithm,
+            board=args.board,
+            method=args.method,
+            model=args.model,
+            description=args.description,
         )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         write_entry(entry, args.out)
@@ -185,7 +202,9 @@ def _runs_of_algorithm(runs: list[Run], algorithm: str | None) -> list[Run]:
     found = sorted({result["algorithm"] for _, result in runs})
     if algorithm is None:
         if len(found) > 1:
-            raise SubmitError(f"the folders hold runs of several algorithms ({', '.join(found)}): pick one with --algorithm")
+            raise SubmitError(
+                f"the folders hold runs of several algorithms ({', '.join(found)}): pick one with --algorithm"
+            )
         return runs
     kept = [(path, result) for path, result in runs if result["algorithm"] == algorithm]
     if not kept:
@@ -198,13 +217,17 @@ def _board_from_paths(runs: list[Run]) -> str:
     parts = {part for path, _ in runs for part in path.parts}
     named = [board for board in boards().values() if board.name in parts or board.suite in parts]
     if not named:
-        raise SubmitError(f"cannot tell the board from the folders (none is named after a suite or board: {', '.join(sorted(boards()))}): pass --board")
+        raise SubmitError(
+            f"cannot tell the board from the folders (none is named after a suite or board: {', '.join(sorted(boards()))}): pass --board"
+        )
     tasks = {result["env_id"] for _, result in runs}
     found = [board.name for board in named if tasks <= set(board.tasks)]
     if len(found) == 1:
         return found[0]
     if not found:
-        raise SubmitError(f"no board among {', '.join(board.name for board in named)} has every task of the runs ({', '.join(sorted(tasks))}): pass --board")
+        raise SubmitError(
+            f"no board among {', '.join(board.name for board in named)} has every task of the runs ({', '.join(sorted(tasks))}): pass --board"
+        )
     raise SubmitError(f"the runs fit several boards ({', '.join(found)}): pass --board")
 
 
@@ -218,7 +241,9 @@ def _runs_by_task(runs: list[Run], board: str, partial: bool = False) -> dict[st
     tasks = boards()[board].tasks
     others = sorted(set(by_task) - set(tasks))
     if others:
-        raise SubmitError(f"runs of tasks that are not on board {board}: {', '.join(others)} (e.g. {by_task[others[0]][0][0]})")
+        raise SubmitError(
+            f"runs of tasks that are not on board {board}: {', '.join(others)} (e.g. {by_task[others[0]][0][0]})"
+        )
     missing = [env_id for env_id in tasks if env_id not in by_task]
     if missing and not partial:
         raise SubmitError(f"no runs of {', '.join(missing)}: board {board} needs every one of its tasks")
@@ -230,13 +255,17 @@ def _check_seeds(by_task: dict[str, list[Run]], partial: bool = False) -> None:
         path_of_seed: dict[int, Path] = {}
         for path, result in runs:
             if result["seed"] in path_of_seed:
-                raise SubmitError(f"{env_id}: two runs of seed {result['seed']}: {path_of_seed[result['seed']]} and {path}")
+                raise SubmitError(
+                    f"{env_id}: two runs of seed {result['seed']}: {path_of_seed[result['seed']]} and {path}"
+                )
             path_of_seed[result["seed"]] = path
         if partial:
             continue
         if not MIN_RUNS <= len(runs) <= MAX_RUNS:
             seeds = ", ".join(map(str, path_of_seed))
-            raise SubmitError(f"{env_id}: {len(runs)} seeds ({seeds}); an entry needs {MIN_RUNS} to {MAX_RUNS} per task")
+            raise SubmitError(
+                f"{env_id}: {len(runs)} seeds ({seeds}); an entry needs {MIN_RUNS} to {MAX_RUNS} per task"
+            )
     if partial:
         return
     seeds_of_task = {env_id: [result["seed"] for _, result in runs] for env_id, runs in by_task.items()}
@@ -274,7 +303,9 @@ def _shared_config(env_id: str, runs: list[Run], roots: list[Path]) -> dict[str,
     configs = [(path, _without_per_run_values(result["config"], roots)) for path, result in runs]
     first_path, first = configs[0]
     for path, config in configs[1:]:
-        differing = sorted(key for key in first.keys() | config.keys() if first.get(key, _ABSENT) != config.get(key, _ABSENT))
+        differing = sorted(
+            key for key in first.keys() | config.keys() if first.get(key, _ABSENT) != config.get(key, _ABSENT)
+        )
         if differing:
             raise SubmitError(
                 f"{env_id}: the runs' configs differ in {', '.join(differing)} ({first_path} and {path}):"
@@ -284,7 +315,11 @@ def _shared_config(env_id: str, runs: list[Run], roots: list[Path]) -> dict[str,
 
 
 def _without_per_run_values(config: dict[str, Any], roots: list[Path]) -> dict[str, Any]:
-    return {key: value for key, value in config.items() if key not in PER_RUN_CONFIG_KEYS and not _is_path_under(value, roots)}
+    return {
+        key: value
+        for key, value in config.items()
+        if key not in PER_RUN_CONFIG_KEYS and not _is_path_under(value, roots)
+    }
 
 
 def _is_path_under(value: Any, roots: list[Path]) -> bool:
@@ -299,13 +334,17 @@ def _is_path_under(value: Any, roots: list[Path]) -> bool:
     return exists and any(path.is_relative_to(root) for root in roots)
 
 
-def _shared_value(runs: list[Run], differ: str, value_of: Callable[[dict[str, Any]], Any], partial: bool = False) -> Any:
+def _shared_value(
+    runs: list[Run], differ: str, value_of: Callable[[dict[str, Any]], Any], partial: bool = False
+) -> Any:
     """The value every run has; a runs folder's board (``partial``) shows the values joined instead of refusing."""
     values = {value_of(result) for _, result in runs}
     if len(values) > 1 and partial:
         return " / ".join(sorted(map(str, values)))[:200]
     if len(values) > 1:
-        raise SubmitError(f"the runs {differ} ({', '.join(sorted(map(str, values)))}): an entry's runs come from one checkout")
+        raise SubmitError(
+            f"the runs {differ} ({', '.join(sorted(map(str, values)))}): an entry's runs come from one checkout"
+        )
     return values.pop()
 
 

@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\ntoken level (Discrete({token_env.action_space.n}), 48 new tokens): random tokens")
     print(f"  mean reward {rewards.mean():.3f} +- {rewards.std():.3f}; e.g. {utterances[0][:100]!r}")
 
-    venv = gymnasium.make_vec("lm_gym/IMDB-v0", num_envs=args.num_envs, vectorization_mode="vector_entry_point", source="synthetic")
+    venv = gymnasium.make_vec(
+        "lm_gym/IMDB-v0", num_envs=args.num_envs, vectorization_mode="vector_entry_point", source="synthetic"
+    )
     venv.reset(seed=args.seed)
     _, rewards, *_ = venv.step([POSITIVE, NEGATIVE] * (args.num_envs // 2) + [POSITIVE] * (args.num_envs % 2))
     print(f"\nbatched vector env, {args.num_envs} envs scored in one call: {np.round(rewards, 3).tolist()}")
@@ -104,7 +106,11 @@ def main(argv: list[str] | None = None) -> None:
     wordle = gymnasium.make("lm_gym/Wordle-v0")
     vocabulary = wordle.unwrapped.vocabulary
     print(f"\nlm_gym/Wordle-v0 (offline default vocabulary, {len(vocabulary.answers)} answers): mean return per policy")
-    for policy in (InfoGainPolicy(vocabulary), RandomMixturePolicy(vocabulary, 0.5, seed=args.seed), RandomPolicy(vocabulary, seed=args.seed)):
+    for policy in (
+        InfoGainPolicy(vocabulary),
+        RandomMixturePolicy(vocabulary, 0.5, seed=args.seed),
+        RandomPolicy(vocabulary, seed=args.seed),
+    ):
         rewards = play_utterances(wordle, policy, args.episodes, args.seed)
         print(f"  {policy.name:<22} {rewards.mean():.3f} +- {rewards.std():.3f}")
     board, _ = wordle.reset(seed=args.seed)
@@ -114,7 +120,9 @@ def main(argv: list[str] | None = None) -> None:
             break
     print("  an info-gain game:\n    " + "\n    ".join(board.splitlines()[1:]))
 
-    print("\nlm_gym/VisDial-v0 (synthetic scenes): mean return per scripted questioner (-1 per question until the cutoff)")
+    print(
+        "\nlm_gym/VisDial-v0 (synthetic scenes): mean return per scripted questioner (-1 per question until the cutoff)"
+    )
     visdial = gymnasium.make("lm_gym/VisDial-v0", source="synthetic", split="validation")
     for questioner in (InformativeQuestioner(), YesNoQuestioner(seed=args.seed), RandomQuestioner(seed=args.seed)):
         rewards = play_utterances(visdial, questioner, args.episodes, args.seed)
@@ -127,8 +135,11 @@ def main(argv: list[str] | None = None) -> None:
     print("\nlm_gym/Reddit-v0 (synthetic threads): mean reward per reply and reward")
     for reward in ("toxicity", "upvotes_model"):
         reddit = gymnasium.make("lm_gym/Reddit-v0", source="synthetic", split="validation", reward=reward)
-        for name, policy in (("a helpful reply", lambda _: HELPFUL_REPLY), ("a rude reply", lambda _: RUDE_REPLY),
-                             ("the real reply", lambda _: reddit.unwrapped.current_sample.references[0])):
+        for name, policy in (
+            ("a helpful reply", lambda _: HELPFUL_REPLY),
+            ("a rude reply", lambda _: RUDE_REPLY),
+            ("the real reply", lambda _: reddit.unwrapped.current_sample.references[0]),
+        ):
             rewards = play_utterances(reddit, policy, args.episodes, args.seed)
             print(f"  {reward:<14} {name:<16} {rewards.mean():.3f} +- {rewards.std():.3f}")
     print(f"done in {time.perf_counter() - start:.1f}s")

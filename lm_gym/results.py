@@ -85,9 +85,23 @@ RESULT_SCHEMA: dict[str, Any] = {
     "title": "lm-gym run result",
     "type": "object",
     "required": [
-        "schema_version", "env_id", "algorithm", "seed", "config", "initial_eval", "final_eval", "curves",
-        "wall_time_s", "tokens_per_s", "episodes_per_s", "peak_memory_mb", "checkpoint", "versions",
-        "git_commit", "created", "device",
+        "schema_version",
+        "env_id",
+        "algorithm",
+        "seed",
+        "config",
+        "initial_eval",
+        "final_eval",
+        "curves",
+        "wall_time_s",
+        "tokens_per_s",
+        "episodes_per_s",
+        "peak_memory_mb",
+        "checkpoint",
+        "versions",
+        "git_commit",
+        "created",
+        "device",
     ],
     "additionalProperties": False,
     "properties": {
@@ -123,7 +137,11 @@ RESULT_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "required": ["prompt", "generation", "return"],
                 "additionalProperties": False,
-                "properties": {"prompt": {"type": "string"}, "generation": {"type": "string"}, "return": {"type": "number"}},
+                "properties": {
+                    "prompt": {"type": "string"},
+                    "generation": {"type": "string"},
+                    "return": {"type": "number"},
+                },
             },
         },
     },
@@ -181,7 +199,9 @@ def git_commit(directory: str | Path | None = None) -> str | None:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return None
-        status = subprocess.run(["git", "status", "--porcelain"], cwd=directory, capture_output=True, text=True, timeout=10)
+        status = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=directory, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return head.stdout.strip() + ("-dirty" if status.stdout.strip() else "")
@@ -227,7 +247,9 @@ def make_result(
     }
 
 
-def episode_samples(finals: Sequence[Mapping[str, Any]], returns: Sequence[float], count: int = 5) -> list[dict[str, Any]]:
+def episode_samples(
+    finals: Sequence[Mapping[str, Any]], returns: Sequence[float], count: int = 5
+) -> list[dict[str, Any]]:
     """The first ``count`` episodes of an evaluation as ``{"prompt", "generation", "return"}``.
 
     ``finals[i]`` is episode ``i``'s last ``info`` with the episode's last observation under
@@ -238,10 +260,16 @@ def episode_samples(finals: Sequence[Mapping[str, Any]], returns: Sequence[float
     for info, episode_return in zip(finals[:count], returns[:count]):
         prompt, observation = str(info.get("prompt", "")), info.get("observation")
         if isinstance(observation, str) and observation.startswith(prompt):
-            generation = observation[len(prompt):].lstrip()
+            generation = observation[len(prompt) :].lstrip()
         else:
             generation = str(info.get("utterance", observation if isinstance(observation, str) else ""))
-        samples.append({"prompt": prompt[-SAMPLE_TEXT_CHARS:], "generation": generation[:SAMPLE_TEXT_CHARS], "return": float(episode_return)})
+        samples.append(
+            {
+                "prompt": prompt[-SAMPLE_TEXT_CHARS:],
+                "generation": generation[:SAMPLE_TEXT_CHARS],
+                "return": float(episode_return),
+            }
+        )
     return samples
 
 
@@ -250,7 +278,10 @@ def validate_result(result: Any) -> None:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(RESULT_SCHEMA, format_checker=jsonschema.FormatChecker())
-    problems = [f"{'/'.join(map(str, error.absolute_path)) or '<root>'}: {error.message}" for error in validator.iter_errors(result)]
+    problems = [
+        f"{'/'.join(map(str, error.absolute_path)) or '<root>'}: {error.message}"
+        for error in validator.iter_errors(result)
+    ]
     if isinstance(result, dict):
         problems += [f"{path}: {value!r} is not finite" for path, value in _non_finite(result)]
         initial, final = result.get("initial_eval"), result.get("final_eval")
@@ -259,7 +290,9 @@ def validate_result(result: Any) -> None:
         if (initial is None) != (final is None):
             problems.append("initial_eval and final_eval must both be evaluations or both be null")
         checkpoint = result.get("checkpoint")
-        if isinstance(checkpoint, str) and (PurePosixPath(checkpoint).is_absolute() or ".." in PurePosixPath(checkpoint).parts):
+        if isinstance(checkpoint, str) and (
+            PurePosixPath(checkpoint).is_absolute() or ".." in PurePosixPath(checkpoint).parts
+        ):
             problems.append(f"checkpoint: {checkpoint!r} must be a path relative to the result's folder, inside it")
     if problems:
         raise ResultFormatError("invalid run result:\n  " + "\n  ".join(problems[:20]))

@@ -83,7 +83,11 @@ def imdb_token_env():
 
 
 def pytest_addoption(parser):
-    parser.addoption("--run-slow", action="store_true", help="the deep run, as CI (CI set): also the tests marked slow, Hypothesis's deep profile, longer random play")
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        help="the deep run, as CI (CI set): also the tests marked slow, Hypothesis's deep profile, longer random play",
+    )
 
 
 def is_deep_run(config) -> bool:

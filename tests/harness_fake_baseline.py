@@ -31,7 +31,13 @@ parser.add_argument("--steps", type=int, default=3)
 parser.add_argument("--step-seconds", type=float, default=0.0)
 parser.add_argument("--fail-seeds", type=int, nargs="*", default=[], help="these seeds always exit 1")
 parser.add_argument("--fail-first-attempt", action="store_true", help="exit 1 after one step on the first attempt")
-parser.add_argument("--unavailable-seeds", type=int, nargs="*", default=[], help="these seeds raise DataUnavailableError (a retry cannot fix it)")
+parser.add_argument(
+    "--unavailable-seeds",
+    type=int,
+    nargs="*",
+    default=[],
+    help="these seeds raise DataUnavailableError (a retry cannot fix it)",
+)
 args = parser.parse_args()
 
 out_dir = Path(args.out_dir)
@@ -60,14 +66,36 @@ for step in range(start, args.steps):
         sys.exit("first attempt fails on purpose")
 
 config = {
-    "env_kwargs": args.env_kwargs, "lm_gym_file": lm_gym.__file__, "resumed_from": start, "started": started, "ended": time.time(), "init_from": args.init_from, "track": args.track,
-    **{name.lower(): os.environ.get(name) for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "WANDB_RUN_GROUP", "WANDB_TAGS")},
+    "env_kwargs": args.env_kwargs,
+    "lm_gym_file": lm_gym.__file__,
+    "resumed_from": start,
+    "started": started,
+    "ended": time.time(),
+    "init_from": args.init_from,
+    "track": args.track,
+    **{
+        name.lower(): os.environ.get(name)
+        for name in ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "WANDB_RUN_GROUP", "WANDB_TAGS")
+    },
 }
 evaluation = {"num_episodes": 4, "mean_return": 0.1 * args.seed, "std_return": 0.0}
-write_result(out_dir, make_result(
-    env_id=args.env_id, algorithm="fake", seed=args.seed, config=config, initial_eval=evaluation, final_eval=evaluation,
-    curves=[{"step": args.steps}], wall_time_s=1.0, tokens_per_s=1.0, episodes_per_s=1.0, peak_memory_mb=1.0,
-    checkpoint="checkpoint", device="cpu",
-))
+write_result(
+    out_dir,
+    make_result(
+        env_id=args.env_id,
+        algorithm="fake",
+        seed=args.seed,
+        config=config,
+        initial_eval=evaluation,
+        final_eval=evaluation,
+        curves=[{"step": args.steps}],
+        wall_time_s=1.0,
+        tokens_per_s=1.0,
+        episodes_per_s=1.0,
+        peak_memory_mb=1.0,
+        checkpoint="checkpoint",
+        device="cpu",
+    ),
+)
 with open(out_dir / "finishes.txt", "a") as finishes:
     finishes.write(f"{time.time()}\n")

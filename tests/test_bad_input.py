@@ -35,7 +35,7 @@ def test_empty_utterance_is_scored(raw_env):
 
 def test_non_ascii_utterance_is_mapped_into_the_charset(raw_env):
     obs, _ = raw_env.reset(seed=0)
-    next_obs, _, _, _, info = raw_env.step("A café scene \u2014 tr\u00e8s joli \U0001F600 \u201cfine\u201d\u2026 \x00")
+    next_obs, _, _, _, info = raw_env.step("A café scene \u2014 tr\u00e8s joli \U0001f600 \u201cfine\u201d\u2026 \x00")
     assert info["utterance"] == 'A cafe scene - tres joli :grinning: "fine"... '
 
     assert raw_env.observation_space.contains(next_obs)
@@ -93,7 +93,10 @@ def test_token_level_immediate_eos_gives_an_empty_utterance_and_the_early_eos_pe
         ({"source": "synthetic", "data_dir": "/tmp"}, "only used with source='local'"),
         ({"source": "local"}, "needs data_dir"),
         ({"source": "synthetic", "render_mode": "human"}, "render_mode"),
-        ({"source": "synthetic", "action_level": "token", "max_new_tokens": 0}, r"max_new_tokens must be an int in \[1, "),
+        (
+            {"source": "synthetic", "action_level": "token", "max_new_tokens": 0},
+            r"max_new_tokens must be an int in \[1, ",
+        ),
     ],
 )
 def test_bad_arguments_name_the_argument(kwargs, match):
@@ -126,7 +129,9 @@ class NotAStringRepr:
 def test_safe_repr_cuts_long_reprs_and_survives_failing_ones():
     assert safe_repr("abc") == "'abc'" and safe_repr(None) == "None"
     assert safe_repr("x" * 200) == "'" + "x" * 79 + "..." and safe_repr("x" * 200, limit=10) == "'xxxxxxxxx..."
-    assert safe_repr(Unprintable()) == "<Unprintable object>" and safe_repr(NotAStringRepr()) == "<NotAStringRepr object>"
+    assert (
+        safe_repr(Unprintable()) == "<Unprintable object>" and safe_repr(NotAStringRepr()) == "<NotAStringRepr object>"
+    )
 
 
 def test_unprintable_utterance_gets_an_invalid_action_error(imdb_env):
@@ -147,7 +152,13 @@ def test_unprintable_token_gets_an_invalid_action_error(imdb_token_env):
 
 @pytest.mark.parametrize("action_level", ["utterance", "token"])
 def test_unprintable_vector_actions_get_invalid_action_errors(action_level):
-    venv = gymnasium.make_vec("lm_gym/IMDB-v0", num_envs=2, vectorization_mode="vector_entry_point", source="synthetic", action_level=action_level)
+    venv = gymnasium.make_vec(
+        "lm_gym/IMDB-v0",
+        num_envs=2,
+        vectorization_mode="vector_entry_point",
+        source="synthetic",
+        action_level=action_level,
+    )
     venv.reset(seed=0)
     valid = ["fine", "also fine"] if action_level == "utterance" else np.array([5, 6])
     for actions in (Unprintable(), [Unprintable(), valid[1]], np.array([Unprintable(), valid[1]], dtype=object)):

@@ -57,7 +57,14 @@ algorithms = ["rl"]
 
 
 def harness(*args, check=True, **popen) -> subprocess.CompletedProcess:
-    completed = subprocess.run([sys.executable, "-m", "benchmark", "run", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300, **popen)
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmark", "run", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        **popen,
+    )
     if check and completed.returncode != 0:
         raise AssertionError(f"harness exit {completed.returncode}\n{completed.stdout}\n{completed.stderr}")
     return completed
@@ -90,7 +97,13 @@ def test_selection_pulls_in_needed_jobs_and_seeds_are_replaced(tmp_path):
     suite = load_suite("smoke")
     jobs = expand_jobs(suite, tmp_path, tasks=["wordle"], algorithms=["ppo", "bc"], seeds=[4, 5])
     assert [job.key for job in jobs] == [
-        "wordle/sft/seed4", "wordle/ppo/seed4", "wordle/sft/seed5", "wordle/ppo/seed5", "wordle/data/mixture", "wordle/bc/seed4", "wordle/bc/seed5",
+        "wordle/sft/seed4",
+        "wordle/ppo/seed4",
+        "wordle/sft/seed5",
+        "wordle/ppo/seed5",
+        "wordle/data/mixture",
+        "wordle/bc/seed4",
+        "wordle/bc/seed5",
     ]
     with pytest.raises(SuiteError, match="--tasks: the suite has no tasks \\['chess'\\]"):
         expand_jobs(suite, tmp_path, tasks=["chess"])
@@ -101,8 +114,18 @@ def test_selection_pulls_in_needed_jobs_and_seeds_are_replaced(tmp_path):
 
 
 def test_flags_render_as_the_baselines_parse_them():
-    assert render_flags({"rloo": True, "scale_rewards": False, "seeds": [1, 2], "env-kwargs": {"source": "synthetic"}, "lr": 1e-5}) == [
-        "--rloo", "--no-scale-rewards", "--seeds", "1", "2", "--env-kwargs", '{"source": "synthetic"}', "--lr", "1e-05",
+    assert render_flags(
+        {"rloo": True, "scale_rewards": False, "seeds": [1, 2], "env-kwargs": {"source": "synthetic"}, "lr": 1e-5}
+    ) == [
+        "--rloo",
+        "--no-scale-rewards",
+        "--seeds",
+        "1",
+        "2",
+        "--env-kwargs",
+        '{"source": "synthetic"}',
+        "--lr",
+        "1e-05",
     ]
 
 
@@ -111,9 +134,18 @@ def test_flags_render_as_the_baselines_parse_them():
     [
         ("[suite]\nseeds = [1, 1]\n[tasks.a]\nenv_id = 'x'", "seeds must be a non-empty list of distinct integers"),
         ("[suite]\nretrys = 2\n[tasks.a]\nenv_id = 'x'", "unknown keys \\['retrys'\\]"),
-        ("[tasks.a]\nenv_id = 'x'\nalgorithms = ['ppo']", "names algorithms \\['ppo'\\] with no \\[algorithms.<label>\\] table"),
-        ("[algorithms.p]\nscript = 'FAKE'\nargs = { x = '{nope}' }\n[tasks.a]\nenv_id = 'x'\nalgorithms = ['p']", "unknown placeholder \\{nope\\}"),
-        ("[algorithms.p]\nscript = 'FAKE'\nargs = { x = '{q}' }\n[algorithms.q]\nscript = 'FAKE'\nargs = { x = '{p}' }\n[tasks.a]\nenv_id = 'x'\nalgorithms = ['p', 'q']", "cycle"),
+        (
+            "[tasks.a]\nenv_id = 'x'\nalgorithms = ['ppo']",
+            "names algorithms \\['ppo'\\] with no \\[algorithms.<label>\\] table",
+        ),
+        (
+            "[algorithms.p]\nscript = 'FAKE'\nargs = { x = '{nope}' }\n[tasks.a]\nenv_id = 'x'\nalgorithms = ['p']",
+            "unknown placeholder \\{nope\\}",
+        ),
+        (
+            "[algorithms.p]\nscript = 'FAKE'\nargs = { x = '{q}' }\n[algorithms.q]\nscript = 'FAKE'\nargs = { x = '{p}' }\n[tasks.a]\nenv_id = 'x'\nalgorithms = ['p', 'q']",
+            "cycle",
+        ),
         ("[tasks.a]\nenv_id = 'x'\n[tasks.a.data.d]\nargs = {}", "exactly one of module"),
         ("[tasks.a\nenv_id = 'x'", "not valid TOML"),
     ],
@@ -135,7 +167,9 @@ def test_every_shipped_suites_command_lines_are_accepted_by_their_baselines(tmp_
             args = tyro.cli(load_baseline(Path(job.argv[0]).stem).Args, args=list(job.argv[1:]))
             assert args.seed == job.seed and args.out_dir == str(job.out_dir)
         else:  # data modules: every flag is one their --help lists
-            help_text = subprocess.run([sys.executable, *job.argv[:2], "--help"], capture_output=True, text=True, cwd=ROOT).stdout
+            help_text = subprocess.run(
+                [sys.executable, *job.argv[:2], "--help"], capture_output=True, text=True, cwd=ROOT
+            ).stdout
             assert all(flag in help_text for flag in job.argv[2:] if flag.startswith("--")), job.key
 
 
@@ -143,7 +177,8 @@ def test_grue_is_every_task_over_five_seeds_and_its_dry_run_lists_the_jobs(tmp_p
     jobs = expand_jobs(load_suite("grue"), tmp_path)
     assert {job.seed for job in jobs if job.is_baseline} == {1, 2, 3, 4, 5}
     assert {job.argv[job.argv.index("--env-id") + 1] for job in jobs if job.is_baseline} == {
-        env_id for env_id in gymnasium.registry if env_id.startswith("lm_gym/")}
+        env_id for env_id in gymnasium.registry if env_id.startswith("lm_gym/")
+    }
     listing = harness("--suite", "grue", "--dry-run", "--out", tmp_path)
     assert f"{len(jobs)} jobs: 8 tasks" in listing.stdout and "python baselines/ppo.py" in listing.stdout
     assert not (tmp_path / "grue").exists()  # a dry run runs and writes nothing
@@ -152,7 +187,11 @@ def test_grue_is_every_task_over_five_seeds_and_its_dry_run_lists_the_jobs(tmp_p
 # ----------------------------------------------------------------------------- placement
 def test_slots_on_fake_gpus_and_cpu_workers():
     assert plan_slots(["3", "5"], jobs_per_gpu=2, cpu_count=8) == [
-        Slot("gpu3.0", "3", 2), Slot("gpu5.0", "5", 2), Slot("gpu3.1", "3", 2), Slot("gpu5.1", "5", 2)]
+        Slot("gpu3.0", "3", 2),
+        Slot("gpu5.0", "5", 2),
+        Slot("gpu3.1", "3", 2),
+        Slot("gpu5.1", "5", 2),
+    ]
     assert plan_slots([], threads_per_job=2, cpu_count=8) == [Slot(f"cpu.{k}", None, 2) for k in range(4)]
     assert plan_slots([], workers=3, cpu_count=8) == [Slot(f"cpu.{k}", None, 2) for k in range(3)]
     assert Slot("cpu.0", None, 2).env() == {"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
@@ -188,8 +227,12 @@ def test_jobs_get_their_gpu_through_cuda_visible_devices(tmp_path):
 def test_a_suite_killed_with_sigkill_resumes_with_every_result_once(tmp_path):
     suite = write_suite(tmp_path, FAKE_SUITE)
     root = tmp_path / "runs" / "tiny"
-    process = subprocess.Popen([sys.executable, "-m", "benchmark", "run", "--suite", suite, "--out", tmp_path / "runs", "--workers", "2"],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmark", "run", "--suite", suite, "--out", tmp_path / "runs", "--workers", "2"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # kill it once one job finished and an RL job is mid-way
         finished = list(root.rglob("result.json"))
@@ -218,8 +261,13 @@ def test_a_suite_killed_with_sigkill_resumes_with_every_result_once(tmp_path):
 def test_ctrl_c_stops_the_running_jobs_and_a_rerun_finishes(tmp_path):
     suite = write_suite(tmp_path, FAKE_SUITE.replace("step-seconds = 0.2", "step-seconds = 1.0"))
     root = tmp_path / "runs" / "tiny"
-    process = subprocess.Popen([sys.executable, "-m", "benchmark", "run", "--suite", suite, "--out", tmp_path / "runs", "--workers", "2"],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmark", "run", "--suite", suite, "--out", tmp_path / "runs", "--workers", "2"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not list(root.rglob("state.json")) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -237,9 +285,13 @@ def test_ctrl_c_stops_the_running_jobs_and_a_rerun_finishes(tmp_path):
 
 
 def test_a_failing_job_is_retried_then_recorded_without_stopping_the_suite(tmp_path):
-    body = FAKE_SUITE.replace('args = { init-from = "{warm?}/checkpoint", steps = 4, step-seconds = 0.2 }',
-                              'args = { init-from = "{warm?}/checkpoint", steps = 2, fail-first-attempt = true }')
-    body = body.replace('[algorithms.warm]\nscript = "FAKE"', '[algorithms.warm]\nscript = "FAKE"\nargs = { fail-seeds = [2] }')
+    body = FAKE_SUITE.replace(
+        'args = { init-from = "{warm?}/checkpoint", steps = 4, step-seconds = 0.2 }',
+        'args = { init-from = "{warm?}/checkpoint", steps = 2, fail-first-attempt = true }',
+    )
+    body = body.replace(
+        '[algorithms.warm]\nscript = "FAKE"', '[algorithms.warm]\nscript = "FAKE"\nargs = { fail-seeds = [2] }'
+    )
     suite = write_suite(tmp_path, body)
     completed = harness("--suite", suite, "--out", tmp_path / "runs", "--workers", "2", check=False)
     assert completed.returncode == 1
@@ -247,7 +299,13 @@ def test_a_failing_job_is_retried_then_recorded_without_stopping_the_suite(tmp_p
     status = json.loads((root / "harness.json").read_text())["jobs"]
     assert status["a/warm/seed2"]["state"] == "failed" and status["a/warm/seed2"]["attempts"] == 2
     assert status["a/rl/seed2"]["state"] == "skipped" and "a/warm/seed2" in status["a/rl/seed2"]["note"]
-    for key in ("a/rl/seed1", "a/rl/seed3", "b/rl/seed1", "b/rl/seed2", "b/rl/seed3"):  # failed once, resumed on the retry
+    for key in (
+        "a/rl/seed1",
+        "a/rl/seed3",
+        "b/rl/seed1",
+        "b/rl/seed2",
+        "b/rl/seed3",
+    ):  # failed once, resumed on the retry
         assert status[key]["state"] == "done" and status[key]["attempts"] == 2
         assert load_result(root / key)["config"]["resumed_from"] == 1
     assert "failing on purpose" in (root / "a/warm/seed2/harness.log").read_text()
@@ -256,11 +314,16 @@ def test_a_failing_job_is_retried_then_recorded_without_stopping_the_suite(tmp_p
     assert status["a/warm/seed2"]["note"] == "exit code 1 after 2 attempts: failing on purpose"
     assert "retrying a/warm/seed2: attempt 1 exit code 1: failing on purpose" in completed.stdout
     assert "failed a/warm/seed2: exit code 1 after 2 attempts: failing on purpose" in completed.stdout
-    assert "  failed a/warm/seed2: exit code 1 after 2 attempts: failing on purpose; log" in completed.stdout.split("9 jobs:")[1]
+    assert (
+        "  failed a/warm/seed2: exit code 1 after 2 attempts: failing on purpose; log"
+        in completed.stdout.split("9 jobs:")[1]
+    )
 
 
 def test_an_error_no_retry_can_fix_is_not_retried_and_the_report_covers_the_finished_jobs(tmp_path):
-    suite = write_suite(tmp_path, """
+    suite = write_suite(
+        tmp_path,
+        """
 [suite]
 seeds = [1, 2, 3]
 retries = 1
@@ -273,7 +336,8 @@ algorithms = ["rl"]
 [tasks.b]
 env_id = "lm_gym/Wordle-v0"
 algorithms = ["rl"]
-""")
+""",
+    )
     completed = harness("--suite", suite, "--out", tmp_path / "runs", "--workers", "2", "--report", check=False)
     assert completed.returncode == 1
     root = tmp_path / "runs" / "tiny"
@@ -294,9 +358,18 @@ algorithms = ["rl"]
 @pytest.mark.parametrize(
     ("log", "cause"),
     [
-        ("=== a, attempt 1\n$ python x.py\nTraceback (most recent call last):\n  File 'x.py'\nKeyError: 'env'\n=== exit code 1\n", "KeyError: 'env'"),
-        ("=== a, attempt 1\n$ x\nold\n=== exit code 1\n=== a, attempt 2\n$ x\nusage: x [-h]\nx: error: unrecognized arguments: --lr\n=== exit code 2\n", "x: error: unrecognized arguments: --lr"),
-        ("=== a, attempt 1\n$ x\nValueError: inner\n\nDuring handling of the above exception, another exception occurred:\n\nbenchmark.x.SuiteError: outer\n", "benchmark.x.SuiteError: outer"),
+        (
+            "=== a, attempt 1\n$ python x.py\nTraceback (most recent call last):\n  File 'x.py'\nKeyError: 'env'\n=== exit code 1\n",
+            "KeyError: 'env'",
+        ),
+        (
+            "=== a, attempt 1\n$ x\nold\n=== exit code 1\n=== a, attempt 2\n$ x\nusage: x [-h]\nx: error: unrecognized arguments: --lr\n=== exit code 2\n",
+            "x: error: unrecognized arguments: --lr",
+        ),
+        (
+            "=== a, attempt 1\n$ x\nValueError: inner\n\nDuring handling of the above exception, another exception occurred:\n\nbenchmark.x.SuiteError: outer\n",
+            "benchmark.x.SuiteError: outer",
+        ),
         ("=== a, attempt 1\n$ x\n=== exit code 137\n", ""),
     ],
 )
@@ -307,23 +380,48 @@ def test_the_cause_of_a_failure_is_the_last_error_line_of_its_latest_attempt(tmp
 
 def test_usage_and_lm_gym_configuration_or_data_errors_are_permanent():
     assert is_permanent(2, "x: error: unrecognized arguments: --lr")
-    assert is_permanent(1, "lm_gym.core.errors.ConfigurationError: bad") and is_permanent(1, "benchmark.suite.SuiteError: bad")
-    assert is_permanent(1, "lm_gym.core.errors.TrajectoryFormatError: bad") and is_permanent(1, "DataUnavailableError: no hub")
-    assert not is_permanent(1, "RuntimeError: CUDA out of memory") and not is_permanent(124, "") and not is_permanent(1, "ConfigurationError is fine")
+    assert is_permanent(1, "lm_gym.core.errors.ConfigurationError: bad") and is_permanent(
+        1, "benchmark.suite.SuiteError: bad"
+    )
+    assert is_permanent(1, "lm_gym.core.errors.TrajectoryFormatError: bad") and is_permanent(
+        1, "DataUnavailableError: no hub"
+    )
+    assert (
+        not is_permanent(1, "RuntimeError: CUDA out of memory")
+        and not is_permanent(124, "")
+        and not is_permanent(1, "ConfigurationError is fine")
+    )
 
 
 def test_tracking_sets_the_wandb_group_and_tags(tmp_path):
     suite = write_suite(tmp_path, FAKE_SUITE.replace("seeds = [1, 2, 3]", "seeds = [1]"))
-    harness("--suite", suite, "--out", tmp_path / "runs", "--track", "--auto-tag", "--tasks", "b", env={**os.environ, "WANDB_MODE": "offline"})
+    harness(
+        "--suite",
+        suite,
+        "--out",
+        tmp_path / "runs",
+        "--track",
+        "--auto-tag",
+        "--tasks",
+        "b",
+        env={**os.environ, "WANDB_MODE": "offline"},
+    )
     config = load_result(tmp_path / "runs/tiny/b/rl/seed1")["config"]
-    assert config["track"] and config["wandb_run_group"].startswith("tiny-") and config["wandb_tags"].split(",")[0] == "tiny"
+    assert (
+        config["track"]
+        and config["wandb_run_group"].startswith("tiny-")
+        and config["wandb_tags"].split(",")[0] == "tiny"
+    )
 
 
 # ----------------------------------------------------------------------------- cluster backends
 @pytest.mark.slow
 def test_ray_backend_runs_a_suite_on_a_local_ray_instance(tmp_path):
     pytest.importorskip("ray")
-    suite = write_suite(tmp_path, FAKE_SUITE.replace("seeds = [1, 2, 3]", "seeds = [1, 2]").replace("step-seconds = 0.2", "step-seconds = 0"))
+    suite = write_suite(
+        tmp_path,
+        FAKE_SUITE.replace("seeds = [1, 2, 3]", "seeds = [1, 2]").replace("step-seconds = 0.2", "step-seconds = 0"),
+    )
     harness("--suite", suite, "--out", tmp_path / "runs", "--backend", "ray", "--gpus", "none")
     runs = results(tmp_path / "runs" / "tiny")
     assert len(runs) == 6 and all(result["config"]["omp_num_threads"] == "1" for result in runs.values())
@@ -331,7 +429,10 @@ def test_ray_backend_runs_a_suite_on_a_local_ray_instance(tmp_path):
 
 def test_slurm_backend_through_submitits_local_executor(tmp_path):
     pytest.importorskip("submitit")
-    suite = write_suite(tmp_path, FAKE_SUITE.replace("seeds = [1, 2, 3]", "seeds = [1]").replace("step-seconds = 0.2", "step-seconds = 0"))
+    suite = write_suite(
+        tmp_path,
+        FAKE_SUITE.replace("seeds = [1, 2, 3]", "seeds = [1]").replace("step-seconds = 0.2", "step-seconds = 0"),
+    )
     harness("--suite", suite, "--out", tmp_path / "runs", "--backend", "slurm", "--submitit-cluster", "local")
     assert len(results(tmp_path / "runs" / "tiny")) == 3
 
@@ -347,16 +448,35 @@ def test_slurm_array_and_parameters_as_sbatch_receives_them(tmp_path, monkeypatc
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    parameters = slurm_parameters(suite="grue", cpus_per_task=4, gpus_per_task=1, timeout_minutes=90, partition="gpu",
-                                  array_parallelism=2, extra={"account": "myproj", "qos": "high"})
+    parameters = slurm_parameters(
+        suite="grue",
+        cpus_per_task=4,
+        gpus_per_task=1,
+        timeout_minutes=90,
+        partition="gpu",
+        array_parallelism=2,
+        extra={"account": "myproj", "qos": "high"},
+    )
     backend = SlurmBackend(folder=tmp_path / "runs", cluster="slurm", parameters=parameters)
-    attempts = [Attempt(key=f"t/ppo/seed{k}", argv=("python", "ppo.py"), cwd=str(tmp_path), out_dir=str(tmp_path / f"j{k}")) for k in range(5)]
+    attempts = [
+        Attempt(key=f"t/ppo/seed{k}", argv=("python", "ppo.py"), cwd=str(tmp_path), out_dir=str(tmp_path / f"j{k}"))
+        for k in range(5)
+    ]
     jobs = backend.submit(attempts)
     assert [job.job_id for job in jobs] == [f"4242_{k}" for k in range(5)]  # one array
     script = (tmp_path / "submitted.sh").read_text()
-    for line in ("#SBATCH --array=0-4%2", "#SBATCH --cpus-per-task=4", "#SBATCH --gpus-per-node=1", "#SBATCH --time=90",
-                 "#SBATCH --partition=gpu", "#SBATCH --account=myproj", "#SBATCH --qos=high", "#SBATCH --job-name=lm-gym-grue",
-                 "#SBATCH --signal=USR2@120", "#SBATCH --ntasks-per-node=1"):
+    for line in (
+        "#SBATCH --array=0-4%2",
+        "#SBATCH --cpus-per-task=4",
+        "#SBATCH --gpus-per-node=1",
+        "#SBATCH --time=90",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --account=myproj",
+        "#SBATCH --qos=high",
+        "#SBATCH --job-name=lm-gym-grue",
+        "#SBATCH --signal=USR2@120",
+        "#SBATCH --ntasks-per-node=1",
+    ):
         assert line in script, line
     # preemption or timeout: submitit requeues the same attempt, continuing from the checkpoint
     requeued = SubmititAttempt().checkpoint(attempts[0])
@@ -366,12 +486,29 @@ def test_slurm_array_and_parameters_as_sbatch_receives_them(tmp_path, monkeypatc
 # ----------------------------------------------------------------------------- the real suite
 def test_the_smoke_suites_prompts_jobs_run_with_the_real_baselines_and_report(tmp_path):
     out = tmp_path / "runs"
-    completed = harness("--suite", "smoke", "--tasks", "prompts", "--algos", "ppo", "rloo", "--out", out, "--workers", "2", "--report", "--board")
+    completed = harness(
+        "--suite",
+        "smoke",
+        "--tasks",
+        "prompts",
+        "--algos",
+        "ppo",
+        "rloo",
+        "--out",
+        out,
+        "--workers",
+        "2",
+        "--report",
+        "--board",
+    )
     runs = results(out / "smoke")
     assert set(runs) == {"prompts/ppo/seed1", "prompts/rloo/seed1"}
     assert {result["algorithm"] for result in runs.values()} == {"ppo", "rloo"}
     summary = json.loads((out / "smoke" / "report.json").read_text())
-    assert summary["tasks"]["lm_gym/Prompts-v0"]["ppo"]["metrics"]["mean_return"]["mean"] == runs["prompts/ppo/seed1"]["final_eval"]["mean_return"]
+    assert (
+        summary["tasks"]["lm_gym/Prompts-v0"]["ppo"]["metrics"]["mean_return"]["mean"]
+        == runs["prompts/ppo/seed1"]["final_eval"]["mean_return"]
+    )
     assert "| ppo |" in completed.stdout  # the report's tables on the console
     board = json.loads((out / "smoke" / "board" / "board.json").read_text())
     assert len(board["entries"]) == 2 and all("lm_gym/Prompts-v0" in entry["tasks"] for entry in board["entries"])

@@ -33,9 +33,19 @@ def evaluation(mean_return, sentiment):
 
 def write_run(folder, env_id, algorithm, seed, final_return, sentiment=0.5):
     result = make_result(
-        env_id=env_id, algorithm=algorithm, seed=seed, config={}, initial_eval=evaluation(final_return - 0.1, sentiment),
-        final_eval=evaluation(final_return, sentiment), curves=[], wall_time_s=60.0 * seed, tokens_per_s=1000.0 + seed,
-        episodes_per_s=2.0, peak_memory_mb=512.0, checkpoint=None, device="cpu",
+        env_id=env_id,
+        algorithm=algorithm,
+        seed=seed,
+        config={},
+        initial_eval=evaluation(final_return - 0.1, sentiment),
+        final_eval=evaluation(final_return, sentiment),
+        curves=[],
+        wall_time_s=60.0 * seed,
+        tokens_per_s=1000.0 + seed,
+        episodes_per_s=2.0,
+        peak_memory_mb=512.0,
+        checkpoint=None,
+        device="cpu",
     )
     return write_result(folder, result)
 
@@ -46,9 +56,13 @@ def runs(tmp_path):
     root = tmp_path / "runs"
     for (env_id, algorithm, seed), final_return in FINAL_RETURNS.items():
         sentiment = None if (env_id, algorithm, seed) == NO_SENTIMENT else 0.5 + seed / 10
-        write_run(root / env_id.split("/")[1] / algorithm / f"seed{seed}", env_id, algorithm, seed, final_return, sentiment)
+        write_run(
+            root / env_id.split("/")[1] / algorithm / f"seed{seed}", env_id, algorithm, seed, final_return, sentiment
+        )
     (root / "IMDB-v0" / "nlpo" / "seed1").mkdir(parents=True)
-    (root / "IMDB-v0" / "nlpo" / "seed1" / "result.json").write_text('{"env_id": "lm_gym/IMDB-v0", ')  # killed mid-write
+    (root / "IMDB-v0" / "nlpo" / "seed1" / "result.json").write_text(
+        '{"env_id": "lm_gym/IMDB-v0", '
+    )  # killed mid-write
     return root
 
 
@@ -56,8 +70,10 @@ def rliable_interval(values):
     """The CI computed by calling rliable directly, as the report promises (rliable draws from numpy's global RNG)."""
     np.random.seed(SEED)
     _, intervals = library.get_interval_estimates(
-        {"x": np.array(values).reshape(-1, 1)}, lambda scores: np.array([metrics.aggregate_mean(scores)]),
-        reps=REPS, confidence_interval_size=0.95,
+        {"x": np.array(values).reshape(-1, 1)},
+        lambda scores: np.array([metrics.aggregate_mean(scores)]),
+        reps=REPS,
+        confidence_interval_size=0.95,
     )
     return list(intervals["x"][:, 0])
 
@@ -71,7 +87,12 @@ def test_the_report_gives_numpy_means_and_rliable_intervals_per_task_and_algorit
     assert report.main([str(runs), "--reps", str(REPS), "--seed", str(SEED)]) == 0
     assert np.random.randint(1 << 30) == np.random.RandomState(123).randint(1 << 30)  # the global RNG is restored
     written = json.loads((runs / "report.json").read_text(), parse_constant=refuse_constant)
-    assert (written["runs_dir"], written["confidence"], written["reps"], written["seed"]) == (str(runs), 0.95, REPS, SEED)
+    assert (written["runs_dir"], written["confidence"], written["reps"], written["seed"]) == (
+        str(runs),
+        0.95,
+        REPS,
+        SEED,
+    )
     assert [item["path"] for item in written["skipped"]] == ["IMDB-v0/nlpo/seed1/result.json"]
     assert list(written["tasks"]) == ["lm_gym/IMDB-v0", "lm_gym/Wordle-v0"]
     assert list(written["tasks"]["lm_gym/IMDB-v0"]) == ["ppo", "sft"]
@@ -154,8 +175,19 @@ def test_a_duplicated_seed_is_refused_naming_both_files(runs, capsys):
 
 def test_runs_without_evaluation_report_their_performance_only(tmp_path, capsys):
     result = make_result(
-        env_id="lm_gym/IMDB-v0", algorithm="sft", seed=1, config={}, initial_eval=None, final_eval=None, curves=[],
-        wall_time_s=0.0, tokens_per_s=0.0, episodes_per_s=0.0, peak_memory_mb=0.0, checkpoint=None, device="cpu",
+        env_id="lm_gym/IMDB-v0",
+        algorithm="sft",
+        seed=1,
+        config={},
+        initial_eval=None,
+        final_eval=None,
+        curves=[],
+        wall_time_s=0.0,
+        tokens_per_s=0.0,
+        episodes_per_s=0.0,
+        peak_memory_mb=0.0,
+        checkpoint=None,
+        device="cpu",
     )
     write_result(tmp_path / "a", result)
     write_run(tmp_path / "b", "lm_gym/IMDB-v0", "sft", 2, 0.5)

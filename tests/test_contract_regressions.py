@@ -103,9 +103,15 @@ def test_vector_env_refuses_non_sequence_actions(venv, actions):
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"options": "x"}, "options must be a dict"), ({"options": 5}, "options must be a dict"),
-     ({"seed": True}, "seed must be"), ({"seed": 3.5}, "seed must be"), ({"seed": [1, -2]}, "seed must be"),
-     ({"options": {"reset_mask": [True, False]}}, "reset_mask"), ({"options": {"idx": 1}}, "unknown reset option")],
+    [
+        ({"options": "x"}, "options must be a dict"),
+        ({"options": 5}, "options must be a dict"),
+        ({"seed": True}, "seed must be"),
+        ({"seed": 3.5}, "seed must be"),
+        ({"seed": [1, -2]}, "seed must be"),
+        ({"options": {"reset_mask": [True, False]}}, "reset_mask"),
+        ({"options": {"idx": 1}}, "unknown reset option"),
+    ],
 )
 def test_vector_env_reset_arguments_get_configuration_errors(venv, kwargs, match):
     with pytest.raises(ConfigurationError, match=match):
@@ -145,8 +151,12 @@ def test_wordle_constructor_arguments(tmp_path):
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"source": "local", "data_dir": 5}, "data_dir must be a path"), ({"source": "synthetic", "reward_device": 5}, "reward_device"),
-     ({"source": "synthetic", "positive_label": 1.5}, "positive_label"), ({"source": ["synthetic"]}, "source must be one of")],
+    [
+        ({"source": "local", "data_dir": 5}, "data_dir must be a path"),
+        ({"source": "synthetic", "reward_device": 5}, "reward_device"),
+        ({"source": "synthetic", "positive_label": 1.5}, "positive_label"),
+        ({"source": ["synthetic"]}, "source must be one of"),
+    ],
 )
 def test_imdb_constructor_arguments(kwargs, match):
     with pytest.raises(ConfigurationError, match=match):
@@ -168,7 +178,9 @@ class DuckTokenizer:
         return "x"
 
 
-@pytest.mark.parametrize("tokenizer, match", [(5, "lacks"), (DuckTokenizer(), "in \\[0, len\\(tokenizer\\)\\)"), (object(), "lacks")])
+@pytest.mark.parametrize(
+    "tokenizer, match", [(5, "lacks"), (DuckTokenizer(), "in \\[0, len\\(tokenizer\\)\\)"), (object(), "lacks")]
+)
 def test_token_level_tokenizer_must_be_a_tokenizer(tokenizer, match):
     with pytest.raises(ConfigurationError, match=f"tokenizer must be .*{match}"):
         gymnasium.make("lm_gym/IMDB-v0", source="synthetic", action_level="token", tokenizer=tokenizer)
@@ -189,8 +201,13 @@ def test_wordle_unknown_word_rows_are_bounded():
 
 
 def test_non_ascii_punctuation_is_transliterated_not_deleted():
-    assert to_charset("trash\u2014just awful\u2026 it\u2019s \u00a3500 and \u00b4quoted\u00b4") == "trash-just awful... it's GBP500 and 'quoted'"
-    review = "A <i>great</i> film&nbsp;&mdash; &quot;really&quot;<br /><br />The end\x96almost <em>perfect</em>. 3 < 5 > 2"
+    assert (
+        to_charset("trash\u2014just awful\u2026 it\u2019s \u00a3500 and \u00b4quoted\u00b4")
+        == "trash-just awful... it's GBP500 and 'quoted'"
+    )
+    review = (
+        "A <i>great</i> film&nbsp;&mdash; &quot;really&quot;<br /><br />The end\x96almost <em>perfect</em>. 3 < 5 > 2"
+    )
     assert clean_review(review) == 'A great film - "really" The end-almost perfect. 3 < 5 > 2'
 
 

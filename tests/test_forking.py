@@ -12,7 +12,9 @@ import lm_gym  # noqa: F401  (installs the fork handler)
 TIMEOUT_S = 30
 
 
-@pytest.mark.skipif(not hasattr(os, "fork") or not torch.backends.openmp.is_available(), reason="no fork, or torch without OpenMP")
+@pytest.mark.skipif(
+    not hasattr(os, "fork") or not torch.backends.openmp.is_available(), reason="no fork, or torch without OpenMP"
+)
 def test_a_forked_child_runs_parallel_torch_ops():
     threads = torch.get_num_threads()
     torch.set_num_threads(2)  # the pool has at least two threads, as on any multi-core machine

@@ -26,8 +26,17 @@ def grpo():
 def run(grpo, out_dir, env="imdb", **overrides):
     env_id, env_kwargs = ENVS[env]
     settings = {
-        "env_id": env_id, "env_kwargs": env_kwargs, "model_config": GPT2_CONFIG, "num_prompts": 4, "group_size": 2, "iterations": 2,
-        "num_minibatches": 2, "eval_episodes": 8, "eval_batch_size": 8, "eval_every": 0, "out_dir": str(out_dir),
+        "env_id": env_id,
+        "env_kwargs": env_kwargs,
+        "model_config": GPT2_CONFIG,
+        "num_prompts": 4,
+        "group_size": 2,
+        "iterations": 2,
+        "num_minibatches": 2,
+        "eval_episodes": 8,
+        "eval_batch_size": 8,
+        "eval_every": 0,
+        "out_dir": str(out_dir),
     }
     return grpo.main(grpo.Args(**{**settings, **overrides}))
 
@@ -39,7 +48,11 @@ def test_smoke_training(grpo, env, rloo, tmp_path):
     assert saved["samples"] and saved["samples"][0]["return"] == saved["samples"][0]["return"]
     assert saved["algorithm"] == ("rloo" if rloo else "grpo") and saved["env_id"] == ENVS[env][0]
     assert [row["step"] for row in saved["curves"]] == [1, 2]
-    assert all(math.isfinite(row[key]) for row in saved["curves"] for key in ("pg_loss", "kl_loss", "kl", "mean_return", "rollout_seconds"))
+    assert all(
+        math.isfinite(row[key])
+        for row in saved["curves"]
+        for key in ("pg_loss", "kl_loss", "kl", "mean_return", "rollout_seconds")
+    )
     if env == "imdb":  # the task's protocol: EOS impossible before 48 tokens
         assert all(row["response_tokens"] == 48 for row in saved["curves"])
     assert (tmp_path / "checkpoint" / "reference" / "model.safetensors").is_file()
@@ -72,7 +85,10 @@ def test_a_group_starts_from_one_prompt_and_game():
     for env_id, kwargs in (("lm_gym/IMDB-v0", {"source": "synthetic"}), ("lm_gym/Wordle-v0", {"num_answers": 100})):
         venv = gymnasium.make_vec(env_id, num_envs=6, vectorization_mode="vector_entry_point", **kwargs)
         observations, _ = venv.reset(seed=[7, 7, 7, 8, 8, 8])
-        assert observations[0] == observations[1] == observations[2] and observations[3] == observations[4] == observations[5]
+        assert (
+            observations[0] == observations[1] == observations[2]
+            and observations[3] == observations[4] == observations[5]
+        )
         if env_id.endswith("Wordle-v0"):  # the same hidden word within a group: the same feedback to one guess
             feedback, *_ = venv.step(("crane",) * 6)
             assert feedback[0] == feedback[1] == feedback[2] and feedback[3] == feedback[4] == feedback[5]
@@ -81,6 +97,18 @@ def test_a_group_starts_from_one_prompt_and_game():
 @pytest.mark.slow
 def test_grpo_learns_a_reward_of_the_text(grpo, tmp_path):
     # Prompts-v0's default reward: the fraction of the completion's words that start with a vowel (0.2 at random)
-    result = run(grpo, tmp_path, env="prompts", num_prompts=8, group_size=4, iterations=40, num_minibatches=4, learning_rate=3e-3, beta=0.0, eval_episodes=32, eval_batch_size=32)
+    result = run(
+        grpo,
+        tmp_path,
+        env="prompts",
+        num_prompts=8,
+        group_size=4,
+        iterations=40,
+        num_minibatches=4,
+        learning_rate=3e-3,
+        beta=0.0,
+        eval_episodes=32,
+        eval_batch_size=32,
+    )
     start, final = result["initial_eval"]["mean_return"], result["final_eval"]["mean_return"]
     assert final > start + 0.15, (start, final)

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 import torch
 from conftest import load_baseline
-from lm_toolkit.sampling import sample
-from lm_toolkit.offline import encode_turns, load_offline_dataset
-from lm_toolkit.tasks import Lengths
 from torch import nn
 
 from lm_gym.core.registration import resolve_tokenizer
 from lm_gym.offline import load_trajectories, save_trajectories
 from lm_gym.results import load_result
 from lm_gym.tasks.wordle import offline_data
+from lm_toolkit.offline import encode_turns, load_offline_dataset
+from lm_toolkit.sampling import sample
+from lm_toolkit.tasks import Lengths
 
 GPT2_CONFIG = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2}'
 WORDLE = {"env_id": "lm_gym/Wordle-v0", "env_kwargs": '{"num_answers": 100}'}
@@ -31,7 +31,11 @@ def ilql():
 def wordle_dataset(tmp_path_factory):
     """A small suboptimal Wordle dataset (mixture policy) on disk."""
     config = offline_data.GenerationConfig(dataset="mixture", num_games=24, seed=0, num_answers=100)
-    return str(save_trajectories(offline_data.generate(config, progress=False), tmp_path_factory.mktemp("wordle") / "mixture.parquet"))
+    return str(
+        save_trajectories(
+            offline_data.generate(config, progress=False), tmp_path_factory.mktemp("wordle") / "mixture.parquet"
+        )
+    )
 
 
 # ---- the pieces, on small hand-computed tensors ---------------------------------------------
@@ -47,10 +51,12 @@ def test_bellman_targets_bootstrap_inside_and_across_turns(ilql):
     rewards, dones = torch.tensor([-1.0, 2.0]), torch.tensor([False, True])
     next_turn_values = torch.tensor([0.9, 0.9])  # V of each turn's next first state; the second turn ended the episode
     targets = ilql.bellman_targets(values, action_mask, rewards, dones, next_turn_values, gamma=0.5)
-    expected = torch.tensor([
-        [0.0, 0.5 * 0.3, -1.0 + 0.5 * 0.9, 0.0],  # inside: gamma V(s'); last token: r + gamma V(next turn)
-        [0.0, 0.5 * 0.3, 2.0, 0.0],  # done: no bootstrap
-    ])
+    expected = torch.tensor(
+        [
+            [0.0, 0.5 * 0.3, -1.0 + 0.5 * 0.9, 0.0],  # inside: gamma V(s'); last token: r + gamma V(next turn)
+            [0.0, 0.5 * 0.3, 2.0, 0.0],  # done: no bootstrap
+        ]
+    )
     assert torch.allclose(targets, expected)
 
 
@@ -72,7 +78,9 @@ def test_polyak_update_moves_targets_a_fraction_of_the_way(ilql):
 
 
 def test_perturbed_logits_add_beta_times_the_advantage(ilql):
-    logits = ilql.perturbed_logits(torch.tensor([[0.0, 0.0]]), torch.tensor([[1.0, 3.0]]), torch.tensor([2.0]), beta=2.0)
+    logits = ilql.perturbed_logits(
+        torch.tensor([[0.0, 0.0]]), torch.tensor([[1.0, 3.0]]), torch.tensor([2.0]), beta=2.0
+    )
     assert torch.allclose(logits, torch.tensor([[math.log(0.5) - 2.0, math.log(0.5) + 2.0]]))
 
 
@@ -101,7 +109,10 @@ def test_decoding_follows_the_q_heads_when_beta_is_large(ilql):
         return sample(policy, queries, lengths, eos_id=6, pad_id=0, greedy=True, hook=hook).responses
 
     assert decode(100.0, prompts) == [[3, 3, 3, 3], [3, 3, 3, 3]]
-    assert decode(100.0, prompts, value_trunk=policy.base_model) == [[3, 3, 3, 3], [3, 3, 3, 3]]  # heads on a separate trunk
+    assert decode(100.0, prompts, value_trunk=policy.base_model) == [
+        [3, 3, 3, 3],
+        [3, 3, 3, 3],
+    ]  # heads on a separate trunk
     # beta = 0 is the policy alone: its greedy tokens, batched or not, from the same sampler as every baseline
     plain = decode(0.0, prompts)
     assert plain == [decode(0.0, [p])[0] for p in prompts]
@@ -113,18 +124,29 @@ def test_encoded_turns_link_each_turn_to_the_next_observation(ilql, wordle_datas
     tokenizer = resolve_tokenizer(gymnasium.make("lm_gym/Wordle-v0", num_answers=100).unwrapped, None)
     turns = encode_turns(dataset, tokenizer, Lengths(max_prompt_length=128, max_new_tokens=8))
     assert len(turns.rewards) == sum(len(row["actions"]) for row in dataset)
-    assert turns.dones.sum() == 3 and all((turns.next_prompts[i] is None) == turns.dones[i] for i in range(len(turns.dones)))
+    assert turns.dones.sum() == 3 and all(
+        (turns.next_prompts[i] is None) == turns.dones[i] for i in range(len(turns.dones))
+    )
     first = dataset[0]
     if len(first["actions"]) > 1:
-        assert turns.next_prompts[0] == tokenizer(first["observations"][1], add_special_tokens=False)["input_ids"][-128:]
+        assert (
+            turns.next_prompts[0] == tokenizer(first["observations"][1], add_special_tokens=False)["input_ids"][-128:]
+        )
     assert all(action[-1] == tokenizer.eos_token_id for action in turns.actions)
 
 
 # ---- smoke trainings ------------------------------------------------------------------------
 def run(ilql, out_dir, **overrides):
     settings = dict(
-        **WORDLE, model_config=GPT2_CONFIG, batch_size=16, max_steps=3, warmup_steps=1, eval_episodes=4, eval_batch_size=4,
-        log_every=1, out_dir=str(out_dir),
+        **WORDLE,
+        model_config=GPT2_CONFIG,
+        batch_size=16,
+        max_steps=3,
+        warmup_steps=1,
+        eval_episodes=4,
+        eval_batch_size=4,
+        log_every=1,
+        out_dir=str(out_dir),
     )
     return ilql.main(ilql.Args(**{**settings, **overrides}))
 
@@ -132,7 +154,14 @@ def run(ilql, out_dir, **overrides):
 @pytest.mark.parametrize("separate_trunk", [False, True])
 def test_smoke_training_on_wordle(ilql, wordle_dataset, tmp_path, separate_trunk):
     # shared trunk: plain BC loss and --track (an offline wandb run); separate trunk: the awac loss
-    run(ilql, tmp_path, dataset=wordle_dataset, separate_trunk=separate_trunk, policy_loss="awac" if separate_trunk else "bc", track=not separate_trunk)
+    run(
+        ilql,
+        tmp_path,
+        dataset=wordle_dataset,
+        separate_trunk=separate_trunk,
+        policy_loss="awac" if separate_trunk else "bc",
+        track=not separate_trunk,
+    )
     saved = load_result(tmp_path)  # validates against lm_gym.results' schema
     assert saved["samples"] and saved["samples"][0]["prompt"].startswith("Wordle")
     assert saved["algorithm"] == "ilql" and saved["env_id"] == "lm_gym/Wordle-v0"
@@ -146,7 +175,16 @@ def test_smoke_training_on_wordle(ilql, wordle_dataset, tmp_path, separate_trunk
 
 
 def test_smoke_training_on_imdb_references(ilql, tmp_path):
-    result = run(ilql, tmp_path, env_id="lm_gym/IMDB-v0", env_kwargs='{"source": "synthetic"}', max_trajectories=32, max_new_tokens=12, eval_episodes=2, eval_batch_size=2)
+    result = run(
+        ilql,
+        tmp_path,
+        env_id="lm_gym/IMDB-v0",
+        env_kwargs='{"source": "synthetic"}',
+        max_trajectories=32,
+        max_new_tokens=12,
+        eval_episodes=2,
+        eval_batch_size=2,
+    )
     assert result["algorithm"] == "ilql" and all(math.isfinite(row["loss"]) for row in result["curves"])
     assert load_result(tmp_path)["final_eval"]["num_episodes"] == 2
 
@@ -156,7 +194,9 @@ def test_smoke_training_on_visdial_questioners(ilql, tmp_path):
     from lm_gym.tasks.visdial.offline_data import scripted_dialogues
 
     path = save_trajectories(scripted_dialogues("mixture", 16, seed=0), tmp_path / "visdial.parquet")
-    result = run(ilql, tmp_path / "run", env_id="lm_gym/VisDial-v0", env_kwargs='{"source": "synthetic"}', dataset=str(path))
+    result = run(
+        ilql, tmp_path / "run", env_id="lm_gym/VisDial-v0", env_kwargs='{"source": "synthetic"}', dataset=str(path)
+    )
     assert all(math.isfinite(row["loss"]) for row in result["curves"])
     assert -10 <= load_result(tmp_path / "run")["final_eval"]["mean_return"] <= 0
 
@@ -164,8 +204,18 @@ def test_smoke_training_on_visdial_questioners(ilql, tmp_path):
 def test_smoke_training_on_reddit_comments(ilql, tmp_path):
     from lm_gym.tasks.reddit.offline_data import comment_trajectories
 
-    path = save_trajectories(comment_trajectories("train", {"source": "synthetic"}, max_samples=64, progress=False), tmp_path / "reddit.parquet")
-    result = run(ilql, tmp_path / "run", env_id="lm_gym/Reddit-v0", env_kwargs='{"source": "synthetic"}', dataset=str(path), max_new_tokens=16)
+    path = save_trajectories(
+        comment_trajectories("train", {"source": "synthetic"}, max_samples=64, progress=False),
+        tmp_path / "reddit.parquet",
+    )
+    result = run(
+        ilql,
+        tmp_path / "run",
+        env_id="lm_gym/Reddit-v0",
+        env_kwargs='{"source": "synthetic"}',
+        dataset=str(path),
+        max_new_tokens=16,
+    )
     assert all(math.isfinite(row["loss"]) for row in result["curves"])
     assert -10 <= load_result(tmp_path / "run")["final_eval"]["mean_return"] <= 0
 
@@ -207,7 +257,18 @@ def test_filtered_bc_clones_the_best_trajectories(wordle_dataset, tmp_path):
     chosen = np.sort(np.argsort(-returns, kind="stable")[:keep])  # the best, in dataset order
     assert best["return"] == [trajectories[int(i)]["return"] for i in chosen]
     assert np.mean([trajectories[int(i)]["return"] for i in chosen]) >= returns.mean()
-    result = sft.main(sft.Args(**WORDLE, dataset=wordle_dataset, top_fraction=0.25, model_config=GPT2_CONFIG, max_steps=2, eval_episodes=2, eval_batch_size=2, out_dir=str(tmp_path)))
+    result = sft.main(
+        sft.Args(
+            **WORDLE,
+            dataset=wordle_dataset,
+            top_fraction=0.25,
+            model_config=GPT2_CONFIG,
+            max_steps=2,
+            eval_episodes=2,
+            eval_batch_size=2,
+            out_dir=str(tmp_path),
+        )
+    )
     assert result["algorithm"] == "filtered_bc" and result["config"]["top_fraction"] == 0.25
     with pytest.raises(ValueError, match="--top-fraction"):
         sft.main(sft.Args(**WORDLE, top_fraction=0.5, out_dir=str(tmp_path)))

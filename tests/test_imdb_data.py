@@ -48,7 +48,10 @@ def write_csv(path, rows):
 
 
 def test_local_csv_source(tmp_path):
-    rows = [(f"Review number {i}.<br /><br />It was {'great' if i % 2 else 'bad'}.", "positive" if i % 2 else "negative") for i in range(20)]
+    rows = [
+        (f"Review number {i}.<br /><br />It was {'great' if i % 2 else 'bad'}.", "positive" if i % 2 else "negative")
+        for i in range(20)
+    ]
     write_csv(tmp_path / "IMDB Dataset.csv", rows)
     splits = {split: load_reviews("local", split, tmp_path) for split in ("train", "validation", "test")}
     assert [len(s) for s in splits.values()] == [8, 2, 10]

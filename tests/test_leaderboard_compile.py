@@ -32,7 +32,9 @@ QUALITY = {"ppo": 0.6, "nlpo": 0.5, "sft": 0.45, "rloo": 0.4, "ilql": 0.35, "grp
 THREE_SEEDS = ("ppo", "grpo")
 
 
-def write_runs(root: Path, algorithm: str, quality: float, seeds=(1, 2, 3), board="smoke", tasks=None, config=None) -> None:
+def write_runs(
+    root: Path, algorithm: str, quality: float, seeds=(1, 2, 3), board="smoke", tasks=None, config=None
+) -> None:
     """Runs of ``tasks`` (default: every task of ``board``) in ``root/<its suite>``: metric values
     around ``quality`` of the way from random to the references; ``config(env_id)`` the runs' config."""
     rng = np.random.default_rng(abs(hash((algorithm, quality))) % 2**32)
@@ -48,11 +50,25 @@ def write_runs(root: Path, algorithm: str, quality: float, seeds=(1, 2, 3), boar
             curves = [{"step": step, "mean_return": quality * step / 10 + 0.01 * seed} for step in range(1, 11)]
             samples = [{"prompt": f"prompt of {env_id}", "generation": f"{algorithm} says {PAYLOAD}", "return": 0.5}]
             run_config = config(env_id) if config else {"learning_rate": 1e-4, "model_name": f"tiny-{algorithm}"}
-            write_result(root / boards()[board].suite / env_id.split("/")[1] / algorithm / f"seed{seed}", make_result(
-                env_id=env_id, algorithm=algorithm, seed=seed, config={**run_config, "seed": seed}, initial_eval=initial,
-                final_eval=final, curves=curves, wall_time_s=10.0, tokens_per_s=1.0, episodes_per_s=1.0, peak_memory_mb=1.0,
-                checkpoint=None, device="cpu", samples=samples,
-            ))
+            write_result(
+                root / boards()[board].suite / env_id.split("/")[1] / algorithm / f"seed{seed}",
+                make_result(
+                    env_id=env_id,
+                    algorithm=algorithm,
+                    seed=seed,
+                    config={**run_config, "seed": seed},
+                    initial_eval=initial,
+                    final_eval=final,
+                    curves=curves,
+                    wall_time_s=10.0,
+                    tokens_per_s=1.0,
+                    episodes_per_s=1.0,
+                    peak_memory_mb=1.0,
+                    checkpoint=None,
+                    device="cpu",
+                    samples=samples,
+                ),
+            )
 
 
 def write_smoke_runs(root: Path) -> None:
@@ -66,9 +82,16 @@ def write_smoke_runs(root: Path) -> None:
 
         def config(env_id, algorithm=algorithm):
             warm = algorithm in ("ppo", "nlpo", "grpo", "rloo") and env_id in with_sft
-            return {"learning_rate": 1e-4, "model_name": None, "model_config": SMOKE_MODEL, "init_from": str(sft_checkpoint(root, env_id)) if warm else None}
+            return {
+                "learning_rate": 1e-4,
+                "model_name": None,
+                "model_config": SMOKE_MODEL,
+                "init_from": str(sft_checkpoint(root, env_id)) if warm else None,
+            }
 
-        write_runs(root, algorithm, quality, seeds=(1, 2, 3) if algorithm in THREE_SEEDS else (1,), tasks=tasks, config=config)
+        write_runs(
+            root, algorithm, quality, seeds=(1, 2, 3) if algorithm in THREE_SEEDS else (1,), tasks=tasks, config=config
+        )
     for env_id in with_sft:  # the SFT runs' checkpoints, as transformers saves them
         sft_checkpoint(root, env_id).mkdir()
         (sft_checkpoint(root, env_id) / "config.json").write_text(SMOKE_MODEL)
@@ -98,13 +121,22 @@ def test_the_tables_equal_the_statistics_of_the_result_files(board):
     assert written == json.loads(json.dumps(data))
     ppo = entry_of(written["entries"], "ppo")
     # a raw metric: the mean over the seeds' result.json values
-    values = [json.loads((root / f"smoke/IMDB-v0/ppo/seed{seed}/result.json").read_text())["final_eval"]["mean_sentiment"] for seed in (1, 2, 3)]
+    values = [
+        json.loads((root / f"smoke/IMDB-v0/ppo/seed{seed}/result.json").read_text())["final_eval"]["mean_sentiment"]
+        for seed in (1, 2, 3)
+    ]
     sentiment = ppo["tasks"]["lm_gym/IMDB-v0"]["metrics"]["mean_sentiment"]
-    assert sentiment["value"] == pytest.approx(np.mean(values)) and sentiment["ci"][0] < sentiment["value"] < sentiment["ci"][1]
+    assert (
+        sentiment["value"] == pytest.approx(np.mean(values))
+        and sentiment["ci"][0] < sentiment["value"] < sentiment["ci"][1]
+    )
     assert sentiment["n"] == 3
     # the overall scores and their intervals from 3 seeds: rliable called directly, seeded the same way
     direct = scoring.aggregate({"x": entry_of(entries, "ppo")}, kind="task", reps=500, seed=0)["x"]
-    assert ppo["overall"]["task_iqm"] == {**direct["iqm"], "n": 3} and ppo["overall"]["task_mean"] == {**direct["mean"], "n": 3}
+    assert ppo["overall"]["task_iqm"] == {**direct["iqm"], "n": 3} and ppo["overall"]["task_mean"] == {
+        **direct["mean"],
+        "n": 3,
+    }
     assert direct["mean"]["value"] == pytest.approx(scoring.score_matrix(entry_of(entries, "ppo"), "task").mean())
     # one seed on every task: rliable's overall point estimates, no interval, marked n=1
     nlpo = entry_of(written["entries"], "nlpo")
@@ -113,10 +145,16 @@ def test_the_tables_equal_the_statistics_of_the_result_files(board):
     assert nlpo["overall"]["task_mean"] == {"value": pytest.approx(matrix.mean()), "ci": None, "n": 1}
     assert nlpo["tasks"]["lm_gym/Wordle-v0"]["task_score"] == {"value": pytest.approx(matrix[0, 4]), "ci": None, "n": 1}
     # the better method is ahead
-    assert ppo["overall"]["task_iqm"]["value"] > nlpo["overall"]["task_iqm"]["value"] > entry_of(written["entries"], "grpo")["overall"]["task_iqm"]["value"]
+    assert (
+        ppo["overall"]["task_iqm"]["value"]
+        > nlpo["overall"]["task_iqm"]["value"]
+        > entry_of(written["entries"], "grpo")["overall"]["task_iqm"]["value"]
+    )
     # a number that does not exist says why, in one line
     sft, bc = entry_of(written["entries"], "sft"), entry_of(written["entries"], "bc")
-    assert sft["overall"]["task_iqm"] == {"reason": "only 7 of 8 tasks"} and bc["overall"]["naturalness_iqm"] == {"reason": "only 2 of 8 tasks"}
+    assert sft["overall"]["task_iqm"] == {"reason": "only 7 of 8 tasks"} and bc["overall"]["naturalness_iqm"] == {
+        "reason": "only 2 of 8 tasks"
+    }
     assert sft["tasks"]["lm_gym/IMDB-v0"]["task_score"]["value"] > 0 and "lm_gym/Prompts-v0" not in sft["tasks"]
     assert bc["tasks"]["lm_gym/Wordle-v0"]["naturalness_score"] == {"reason": "no naturalness metric"}
     markdown = (out / "board.md").read_text()
@@ -129,17 +167,25 @@ def test_the_model_column_says_in_words_which_model_the_runs_trained(board):
     _, _, _, data = board
     assert entry_of(data["entries"], "bc")["model"] == "GPT-2 (1 layer, width 64), random init"
     # the RL runs start from the task's SFT checkpoint, except on Prompts (no demonstrations)
-    assert entry_of(data["entries"], "ppo")["model"] == "GPT-2 (1 layer, width 64), warm start from sft (Prompts-v0: random init)"
+    assert (
+        entry_of(data["entries"], "ppo")["model"]
+        == "GPT-2 (1 layer, width 64), warm start from sft (Prompts-v0: random init)"
+    )
 
 
 def test_the_probability_of_improvement_equals_rliable_on_the_entries_with_an_overall_score(board):
     _, out, entries, data = board
     ids = {item["method"]: item["id"] for item in data["entries"]}
-    assert data["improvement"]["entries"] == [ids[method] for method in ("grpo", "nlpo", "ppo", "rloo")]  # on every task
+    assert data["improvement"]["entries"] == [
+        ids[method] for method in ("grpo", "nlpo", "ppo", "rloo")
+    ]  # on every task
     ppo, grpo, nlpo, rloo = (entry_of(entries, method) for method in ("ppo", "grpo", "nlpo", "rloo"))
     # each pair is resampled once, in the order of the entries: grpo's over ppo's
     matrix = data["improvement"]["matrix"]
-    assert matrix[ids["grpo"]][ids["ppo"]] == {**scoring.probability_of_improvement(grpo, ppo, reps=100, seed=0), "n": 3}
+    assert matrix[ids["grpo"]][ids["ppo"]] == {
+        **scoring.probability_of_improvement(grpo, ppo, reps=100, seed=0),
+        "n": 3,
+    }
     assert matrix[ids["ppo"]][ids["grpo"]]["value"] > 0.8 and matrix[ids["grpo"]][ids["ppo"]]["value"] < 0.2
     assert matrix[ids["ppo"]][ids["grpo"]]["value"] == pytest.approx(1 - matrix[ids["grpo"]][ids["ppo"]]["value"])
     # one seed: rliable's estimate on the single runs, no interval
@@ -167,7 +213,9 @@ def test_board_md_writes_every_number_with_3_significant_digits(board):
     for line in (out / "board.md").read_text().splitlines():
         for cell in line.strip("|").split(" | ")[1:] if line.startswith("| ") else []:
             found = re.fullmatch(r"(\S+)( \[(\S+), (\S+)\]| \(n=\d+\))?", cell.strip())
-            if found and re.fullmatch(r"-?[\d.]+(e[+-]\d+)?", found[1]) and not found[1].isdigit():  # seed and run counts are integers
+            if (
+                found and re.fullmatch(r"-?[\d.]+(e[+-]\d+)?", found[1]) and not found[1].isdigit()
+            ):  # seed and run counts are integers
                 numbers += 1
                 assert all(is_three_significant_digits(part) for part in (found[1], found[3], found[4]) if part), cell
     assert numbers > 100
@@ -181,7 +229,10 @@ def test_runs_of_a_suite_with_several_boards_compile_into_one_folder_each(tmp_pa
         data = json.loads((tmp_path / "board" / name / "board.json").read_text())
         assert data["board"]["name"] == name and [item["method"] for item in data["entries"]] == [method]
         assert (tmp_path / "board" / name / "index.html").is_file()
-    assert main([str(tmp_path / "offline"), "--out", str(tmp_path / "one"), "--board", "offline-games", "--reps", "50"]) == 0
+    assert (
+        main([str(tmp_path / "offline"), "--out", str(tmp_path / "one"), "--board", "offline-games", "--reps", "50"])
+        == 0
+    )
     assert (tmp_path / "one" / "index.html").is_file()
 
 
@@ -211,12 +262,17 @@ def test_the_page_in_a_headless_browser(board, tmp_path):
     options = webdriver.ChromeOptions()
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
         options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)  # no Selenium Manager download
+    driver = webdriver.Chrome(
+        service=Service(executable_path=CHROMEDRIVER), options=options
+    )  # no Selenium Manager download
     try:
         driver.get((page_dir / "index.html").as_uri())
 
         def names():
-            return [row.find_element(By.CSS_SELECTOR, "td").text for row in driver.find_elements(By.CSS_SELECTOR, "#board tbody tr")]
+            return [
+                row.find_element(By.CSS_SELECTOR, "td").text
+                for row in driver.find_elements(By.CSS_SELECTOR, "#board tbody tr")
+            ]
 
         assert sorted(names()) == sorted([f"{method} (smoke)" for method in QUALITY] + [PAYLOAD])
         check_every_cell_has_a_number_or_a_one_line_reason(driver)
@@ -225,7 +281,9 @@ def test_the_page_in_a_headless_browser(board, tmp_path):
         header = next(th for th in driver.find_elements(By.CSS_SELECTOR, "#board th") if th.text == "task score (IQM)")
         header.click()
         assert names()[0] == "ppo (smoke)"
-        next(th for th in driver.find_elements(By.CSS_SELECTOR, "#board th") if th.text.startswith("task score (IQM)")).click()
+        next(
+            th for th in driver.find_elements(By.CSS_SELECTOR, "#board th") if th.text.startswith("task score (IQM)")
+        ).click()
         assert names()[-1] == "ppo (smoke)" and names()[0] != "ppo (smoke)"
         # the task filter: that task's metrics as columns, its plot only
         Select(driver.find_element(By.ID, "task-filter")).select_by_value("lm_gym/Wordle-v0")
@@ -243,7 +301,10 @@ def test_the_page_in_a_headless_browser(board, tmp_path):
         # every plot loads from the file system
         images = driver.find_elements(By.CSS_SELECTOR, "#plots img")
         assert len(images) == 1 + len(boards()["smoke"].tasks)
-        assert all(driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", image) for image in images)
+        assert all(
+            driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", image)
+            for image in images
+        )
         # the probability of improvement: a row and a column per complete entry (the payload's name as text)
         rows = driver.find_elements(By.CSS_SELECTOR, "#improvement tbody tr")
         on_every_task = ["grpo (smoke)", "nlpo (smoke)", "ppo (smoke)", "rloo (smoke)", PAYLOAD]
@@ -256,7 +317,12 @@ def test_the_page_in_a_headless_browser(board, tmp_path):
         assert "config hash" in details.text and "sample generations" in details.text
         # the payloads are text: nothing ran, no element was injected
         assert driver.execute_script("return typeof window.__pwned") == "undefined"
-        assert driver.execute_script("return document.querySelectorAll('#board img, #board script, #improvement img, #improvement script, #entries script, #entries img').length") == 0
+        assert (
+            driver.execute_script(
+                "return document.querySelectorAll('#board img, #board script, #improvement img, #improvement script, #entries script, #entries img').length"
+            )
+            == 0
+        )
         assert PAYLOAD in names()
         driver.save_screenshot(str(page_dir / "screenshot.png"))
     finally:
@@ -274,7 +340,9 @@ def check_every_cell_has_a_number_or_a_one_line_reason(driver, table="#board"):
              return {value: part('value'), ci: part('ci'), runs: part('runs'),
                      reason: reason && reason.textContent, reasonLines: reason && reason.getClientRects().length,
                      entry: cell.parentElement.dataset.entry};
-           });""", table)
+           });""",
+        table,
+    )
     assert cells
     for cell in cells:
         if cell["reason"] is not None:
@@ -306,7 +374,9 @@ def check_the_table_fits_or_scrolls_in_its_box_with_the_entry_column_in_view(dri
     left_edge = driver.execute_script("return arguments[0].getBoundingClientRect().left", box)
     for cell in driver.find_elements("css selector", "#board tr > :first-child"):
         assert cell.value_of_css_property("position") == "sticky"
-        assert driver.execute_script("return arguments[0].getBoundingClientRect().left", cell) == pytest.approx(left_edge, abs=1)
+        assert driver.execute_script("return arguments[0].getBoundingClientRect().left", cell) == pytest.approx(
+            left_edge, abs=1
+        )
     driver.execute_script("arguments[0].scrollLeft = 0", box)
 
 
@@ -316,10 +386,14 @@ def test_the_accepted_entries_validate_and_make_their_boards(tmp_path, capsys):
     assert files, "leaderboard/entries/ holds the accepted entries"
     for path in files:
         entry = load_entry(path)  # validated as untrusted input, like any submission
-        assert path.name == entry_file_name(entry) and path.read_text() == canonical_json(entry) + "\n", f"{path.name} was not written by accept_entry"
+        assert path.name == entry_file_name(entry) and path.read_text() == canonical_json(entry) + "\n", (
+            f"{path.name} was not written by accept_entry"
+        )
     assert main([str(entries_dir), "--out", str(tmp_path / "board"), "--reps", "100", "--poi-reps", "10"]) == 0
     board_names = sorted({load_entry(path)["board"] for path in files})
     folders = [tmp_path / "board"] if len(board_names) == 1 else [tmp_path / "board" / name for name in board_names]
     compiled = [json.loads((folder / "board.json").read_text()) for folder in folders]
     assert sum(len(data["entries"]) for data in compiled) == len(files)
-    assert all(item["overall"]["task_iqm"]["ci"] is not None for data in compiled for item in data["entries"])  # 3 or more seeds
+    assert all(
+        item["overall"]["task_iqm"]["ci"] is not None for data in compiled for item in data["entries"]
+    )  # 3 or more seeds

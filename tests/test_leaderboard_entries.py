@@ -42,9 +42,17 @@ SAFE_FILE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*-[0-9a-f]{12}\.json")
 
 # Plausible final scores of a small PPO policy per metric (the initial policy scores less).
 FINAL_SCORES = {
-    "mean_return": 0.42, "mean_sentiment": 0.61, "mean_meteor": 0.18, "mean_rouge2": 0.07, "corpus_cider": 0.35,
-    "mean_coverage": 0.52, "mean_intent_match": 0.31, "mean_solved": 0.12, "mean_reached_cutoff": 0.4,
-    "corpus_distinct_2": 0.47, "corpus_msttr": 0.55,
+    "mean_return": 0.42,
+    "mean_sentiment": 0.61,
+    "mean_meteor": 0.18,
+    "mean_rouge2": 0.07,
+    "corpus_cider": 0.35,
+    "mean_coverage": 0.52,
+    "mean_intent_match": 0.31,
+    "mean_solved": 0.12,
+    "mean_reached_cutoff": 0.4,
+    "corpus_distinct_2": 0.47,
+    "corpus_msttr": 0.55,
 }
 
 
@@ -52,14 +60,29 @@ FINAL_SCORES = {
 def result_template():
     """One result made by make_result (its versions and commit), copied for every run: git is asked once."""
     return make_result(
-        env_id=IMDB, algorithm="ppo", seed=0, config={}, initial_eval=None, final_eval=None, curves=[],
-        wall_time_s=1.0, tokens_per_s=1.0, episodes_per_s=1.0, peak_memory_mb=1.0, checkpoint=None, device="cpu",
+        env_id=IMDB,
+        algorithm="ppo",
+        seed=0,
+        config={},
+        initial_eval=None,
+        final_eval=None,
+        curves=[],
+        wall_time_s=1.0,
+        tokens_per_s=1.0,
+        episodes_per_s=1.0,
+        peak_memory_mb=1.0,
+        checkpoint=None,
+        device="cpu",
     )
 
 
 def evaluation(env_id, scale):
     split = task_metrics()[env_id]
-    values = {"num_episodes": boards()["offline-text"].eval_episodes, "mean_return": FINAL_SCORES["mean_return"] * scale, "std_return": 0.21}
+    values = {
+        "num_episodes": boards()["offline-text"].eval_episodes,
+        "mean_return": FINAL_SCORES["mean_return"] * scale,
+        "std_return": 0.21,
+    }
     values.update({name: round(FINAL_SCORES[name] * scale, 4) for name in (*split.task, *split.naturalness)})
     return values
 
@@ -71,9 +94,16 @@ def write_runs(root, *, algorithm="ppo", seeds=SEEDS, tasks=OFFLINE, steps=100, 
             out = root / algorithm / env_id.split("/")[1] / f"seed{seed}"
             (out / "checkpoint").mkdir(parents=True)
             config = {
-                "env_id": env_id, "seed": seed, "out_dir": str(out), "checkpoint_dir": str(out / "checkpoint"),
-                "learning_rate": 1e-4, "model_name": None, "model_config": '{"model_type": "gpt2", "n_layer": 2}',
-                "init_from": None, "device": "cpu", "track": False,
+                "env_id": env_id,
+                "seed": seed,
+                "out_dir": str(out),
+                "checkpoint_dir": str(out / "checkpoint"),
+                "learning_rate": 1e-4,
+                "model_name": None,
+                "model_config": '{"model_type": "gpt2", "n_layer": 2}',
+                "init_from": None,
+                "device": "cpu",
+                "track": False,
             }
             curves = [
                 {"step": step, "mean_return": 0.1 + step / steps, "loss": 1.0 / (step + 1)}
@@ -81,8 +111,13 @@ def write_runs(root, *, algorithm="ppo", seeds=SEEDS, tasks=OFFLINE, steps=100, 
                 for step in range(steps)
             ]
             result = copy.deepcopy(result_template()) | {
-                "env_id": env_id, "algorithm": algorithm, "seed": seed, "config": config, "curves": curves,
-                "initial_eval": evaluation(env_id, 0.5), "final_eval": evaluation(env_id, 1 + seed / 20),
+                "env_id": env_id,
+                "algorithm": algorithm,
+                "seed": seed,
+                "config": config,
+                "curves": curves,
+                "initial_eval": evaluation(env_id, 0.5),
+                "final_eval": evaluation(env_id, 1 + seed / 20),
                 "wall_time_s": 600.0 + seed,
             }
             if samples is not None:
@@ -155,7 +190,10 @@ def test_long_curves_are_thinned_evenly_keeping_both_ends(tmp_path):
 
 
 def test_samples_are_copied_cleaned_and_cut_to_the_limits(tmp_path):
-    samples = [{"prompt": f"prompt {i}\r\nline two", "generation": "\x1b[31mred" + "x" * 3000, "return": i / 10} for i in range(7)]
+    samples = [
+        {"prompt": f"prompt {i}\r\nline two", "generation": "\x1b[31mred" + "x" * 3000, "return": i / 10}
+        for i in range(7)
+    ]
     root = write_runs(tmp_path / "offline", samples=samples)
     kept = build_entry([root], name="with samples")["tasks"][IMDB]["runs"][0]["samples"]
     assert len(kept) == 5 and kept[3]["return"] == 0.3
@@ -166,8 +204,16 @@ def test_samples_are_copied_cleaned_and_cut_to_the_limits(tmp_path):
 
 def test_names_keep_any_printable_text_and_file_names_stay_safe(valid_entry, tmp_path):
     names = [
-        "<script>alert(1)</script>", "../../etc/passwd", "..", "/", "a/b\\c:d", ".hidden", "PPO \"quoted\" & 'single'",
-        "Méthode ✓ – été", "日本語", "x" * 100,
+        "<script>alert(1)</script>",
+        "../../etc/passwd",
+        "..",
+        "/",
+        "a/b\\c:d",
+        ".hidden",
+        "PPO \"quoted\" & 'single'",
+        "Méthode ✓ – été",
+        "日本語",
+        "x" * 100,
     ]
     entries = tmp_path / "entries"
     for index, name in enumerate(names):
@@ -195,7 +241,9 @@ def test_accepting_replaces_a_link_in_the_entries_folder_instead_of_writing_thro
 
 def test_texts_may_hold_brackets_and_newlines_where_allowed(valid_entry, tmp_path):
     path = tmp_path / "entry.json"
-    path.write_text(json.dumps(valid_entry | {"description": "[{" * 900 + "\nsecond line\twith a tab", "name": "]]]}}}"}))
+    path.write_text(
+        json.dumps(valid_entry | {"description": "[{" * 900 + "\nsecond line\twith a tab", "name": "]]]}}}"})
+    )
     assert load_entry(path)["name"] == "]]]}}}"
 
 
@@ -220,7 +268,10 @@ def test_validate_prints_one_line_per_file_and_fails_if_any_is_invalid(valid_ent
     bad.write_text(json.dumps(valid_entry | {"board": "nope\x1b[2J"}))
     assert main_validate([str(good), str(bad)]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines == [f"{good}: valid", f'{bad}: board: "nope\\u001b[2J" is not one of grue, offline-games, offline-text, smoke']
+    assert lines == [
+        f"{good}: valid",
+        f'{bad}: board: "nope\\u001b[2J" is not one of grue, offline-games, offline-text, smoke',
+    ]
 
 
 # --- malformed and malicious entries -----------------------------------------------------------
@@ -272,12 +323,20 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
     ("two documents", replaced(lambda text: text + text), "not JSON: Extra data"),
     ("single quotes", b"{'name': 'x'}", "not JSON"),
     ("a comment", replaced(lambda text: "// entry\n" + text), "not JSON"),
-    ("a 10 MB file", b'{"name": "' + b"a" * 10_000_000 + b'"}', "the file is 10000012 bytes, over the limit of 5000000"),
+    (
+        "a 10 MB file",
+        b'{"name": "' + b"a" * 10_000_000 + b'"}',
+        "the file is 10000012 bytes, over the limit of 5000000",
+    ),
     ("one byte over the limit", b" " * (MAX_ENTRY_BYTES + 1), "over the limit"),
     ("10^5 open brackets", b"[" * 100_000, "entry: nested 100000 levels deep, at most 12 allowed"),
     ("10^5 nested arrays", b"[" * 100_000 + b"]" * 100_000, "nested 100000 levels deep"),
     ("10^4 nested objects", b'{"a":' * 10_000 + b"1" + b"}" * 10_000, "nested 10000 levels deep"),
-    ("13 levels inside a field", changed(("description",), functools.reduce(lambda inner, _: [inner], range(11), [])), "nested 13 levels"),
+    (
+        "13 levels inside a field",
+        changed(("description",), functools.reduce(lambda inner, _: [inner], range(11), [])),
+        "nested 13 levels",
+    ),
     ("an integer of 5000 digits", changed(RUN2 + ("seed",), raw="9" * 5000), "not JSON"),
     # numbers
     (
@@ -285,18 +344,46 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
         changed(RUN2 + ("final_eval", "mean_return"), math.nan),
         'tasks["lm_gym/IMDB-v0"].runs[2].final_eval.mean_return: nan is not a finite number',
     ),
-    ("an Infinity literal", changed(RUN2 + ("wall_time_s",), math.inf), "runs[2].wall_time_s: inf is not a finite number"),
-    ("a -Infinity literal", changed(RUN2 + ("curve", 3, 1), -math.inf), "runs[2].curve[3][1]: -inf is not a finite number"),
-    ("1e400", changed(RUN2 + ("final_eval", "mean_sentiment"), raw="1e400"), "final_eval.mean_sentiment: inf is not a finite number"),
-    ("-1e400 in a sample", changed(RUN2 + ("samples", 0, "return"), raw="-1e400"), "samples[0].return: -inf is not a finite number"),
+    (
+        "an Infinity literal",
+        changed(RUN2 + ("wall_time_s",), math.inf),
+        "runs[2].wall_time_s: inf is not a finite number",
+    ),
+    (
+        "a -Infinity literal",
+        changed(RUN2 + ("curve", 3, 1), -math.inf),
+        "runs[2].curve[3][1]: -inf is not a finite number",
+    ),
+    (
+        "1e400",
+        changed(RUN2 + ("final_eval", "mean_sentiment"), raw="1e400"),
+        "final_eval.mean_sentiment: inf is not a finite number",
+    ),
+    (
+        "-1e400 in a sample",
+        changed(RUN2 + ("samples", 0, "return"), raw="-1e400"),
+        "samples[0].return: -inf is not a finite number",
+    ),
     ("NaN as a seed", changed(RUN2 + ("seed",), raw="NaN"), "runs[2].seed: nan is not a finite number"),
-    ("a metric beyond 1e9", changed(RUN2 + ("final_eval", "corpus_msttr"), 1e10), "corpus_msttr: 10000000000.0 is above 1e+09"),
+    (
+        "a metric beyond 1e9",
+        changed(RUN2 + ("final_eval", "corpus_msttr"), 1e10),
+        "corpus_msttr: 10000000000.0 is above 1e+09",
+    ),
     ("a seed beyond 1e9", changed(RUN2 + ("seed",), 10**12), "runs[2].seed: 1000000000000 is above 1e+09"),
     ("a negative wall time", changed(RUN2 + ("wall_time_s",), -1.0), "wall_time_s: -1.0 is below 0"),
     ("zero episodes", changed(RUN2 + ("final_eval", "num_episodes"), 0), "num_episodes: 0 is below 1"),
     ("a negative std", changed(RUN2 + ("final_eval", "std_return"), -0.1), "std_return: -0.1 is below 0"),
-    ("a boolean metric", changed(RUN2 + ("final_eval", "mean_return"), True), "mean_return: expected number, got boolean"),
-    ("a metric as a string", changed(RUN2 + ("final_eval", "mean_return"), "0.5"), "mean_return: expected number, got string"),
+    (
+        "a boolean metric",
+        changed(RUN2 + ("final_eval", "mean_return"), True),
+        "mean_return: expected number, got boolean",
+    ),
+    (
+        "a metric as a string",
+        changed(RUN2 + ("final_eval", "mean_return"), "0.5"),
+        "mean_return: expected number, got string",
+    ),
     ("a fractional seed", changed(RUN2 + ("seed",), 1.5), "runs[2].seed: expected integer, got number"),
     # fields
     ("an unknown top-level field", changed(("extra",), 1), 'entry: unknown field "extra"'),
@@ -311,37 +398,69 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
     ("a name as a list", changed(("name",), ["a"]), "name: expected string, got array"),
     ("tasks as a list", changed(("tasks",), []), "tasks: expected object, got array"),
     ("runs as an object", changed(("tasks", IMDB, "runs"), {}), "runs: expected array, got object"),
-    ("initial_eval as a string", changed(RUN2 + ("initial_eval",), "none"), "initial_eval: expected object or null, got string"),
+    (
+        "initial_eval as a string",
+        changed(RUN2 + ("initial_eval",), "none"),
+        "initial_eval: expected object or null, got string",
+    ),
     ("a null final_eval", changed(RUN2 + ("final_eval",), None), "final_eval: expected object, got null"),
     # texts
-    ("an empty name", changed(("name",), ""), "name: \"\" is 0 characters long, at least 1 allowed"),
-    ("a 100k-character name", changed(("name",), "n" * 100_000), "name: \"nnnn"),
-    ("a 2001-character description", changed(("description",), "d" * 2001), "is 2001 characters long, at most 2000 allowed"),
+    ("an empty name", changed(("name",), ""), 'name: "" is 0 characters long, at least 1 allowed'),
+    ("a 100k-character name", changed(("name",), "n" * 100_000), 'name: "nnnn'),
+    (
+        "a 2001-character description",
+        changed(("description",), "d" * 2001),
+        "is 2001 characters long, at most 2000 allowed",
+    ),
     ("a 201-character model", changed(("model",), "m" * 201), "model:"),
-    ("a NUL in the name", changed(("name",), "PPO\x00"), "name: holds the control or invisible character U+0000 at index 3"),
-    ("a final newline in the name", changed(("name",), "PPO\n"), "name: holds the control or invisible character U+000A"),
-    ("a terminal escape in the method", changed(("method",), "\x1b[31mppo"), "method: holds the control or invisible character U+001B"),
+    (
+        "a NUL in the name",
+        changed(("name",), "PPO\x00"),
+        "name: holds the control or invisible character U+0000 at index 3",
+    ),
+    (
+        "a final newline in the name",
+        changed(("name",), "PPO\n"),
+        "name: holds the control or invisible character U+000A",
+    ),
+    (
+        "a terminal escape in the method",
+        changed(("method",), "\x1b[31mppo"),
+        "method: holds the control or invisible character U+001B",
+    ),
     ("a bidi override in the name", changed(("name",), "PPO \u202eevil"), "U+202E"),
     ("a zero-width space in the model", changed(("model",), "gpt\u200b2"), "U+200B"),
     ("a lone surrogate", changed(("name",), "\ud800"), "name: holds the control or invisible character U+D800"),
-    ("a bell in the description", changed(("description",), "ding\x07"), "description: holds the control or invisible character U+0007"),
+    (
+        "a bell in the description",
+        changed(("description",), "ding\x07"),
+        "description: holds the control or invisible character U+0007",
+    ),
     (
         "a carriage return in a generation",
         changed(RUN2 + ("samples", 0, "generation"), "a\rb"),
         "generation: holds the control or invisible character U+000D",
     ),
-    ("a 2001-character prompt", changed(RUN2 + ("samples", 0, "prompt"), "p" * 2001), "prompt: \"pppp"),
+    ("a 2001-character prompt", changed(RUN2 + ("samples", 0, "prompt"), "p" * 2001), 'prompt: "pppp'),
     # identifiers
-    ("an unknown board", changed(("board",), "nonexistent"), 'board: "nonexistent" is not one of grue, offline-games, offline-text, smoke'),
-    ("a board path", changed(("board",), "../offline"), "board: \"../offline\" is not one of"),
+    (
+        "an unknown board",
+        changed(("board",), "nonexistent"),
+        'board: "nonexistent" is not one of grue, offline-games, offline-text, smoke',
+    ),
+    ("a board path", changed(("board",), "../offline"), 'board: "../offline" is not one of'),
     ("a bad date", changed(("date",), "2024-13-01"), 'date: "2024-13-01" is not a valid date'),
     ("a US date", changed(("date",), "01/02/2024"), 'date: "01/02/2024" is not a date (YYYY-MM-DD)'),
     ("a date with a final newline", changed(("date",), "2024-01-01\n"), "is not a date"),
     ("a short config hash", changed(("config_hash",), "abc"), 'config_hash: "abc" is not a SHA-256'),
     ("an upper-case config hash", changed(("config_hash",), "A" * 64), "is not a SHA-256"),
     ("a shell command as commit", changed(("git_commit",), "abc1234; rm -rf /"), "is not a git commit"),
-    ("an empty library version", changed(("library_version",), ""), "library_version: \"\" is not a version"),
-    ("a metric name with markup", changed(RUN2 + ("final_eval", "mean_<b>"), 1.0), 'final_eval: key "mean_<b>" is not a metric name'),
+    ("an empty library version", changed(("library_version",), ""), 'library_version: "" is not a version'),
+    (
+        "a metric name with markup",
+        changed(RUN2 + ("final_eval", "mean_<b>"), 1.0),
+        'final_eval: key "mean_<b>" is not a metric name',
+    ),
     ("a metric name of 80 characters", changed(RUN2 + ("final_eval", "mean_" + "m" * 75), 1.0), "is not a metric name"),
     (
         "a task id with a path",
@@ -354,9 +473,21 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
         'key "gym/IMDB-v0" is not an env id',
     ),
     # lists
-    ("two runs", changed(("tasks", IMDB, "runs", 2), delete=True), 'tasks["lm_gym/IMDB-v0"].runs: has 2 items, at least 3 allowed'),
-    ("21 runs", lambda entry: changed(("tasks", IMDB, "runs"), extra_run(entry))(entry), "has 21 items, at most 20 allowed"),
-    ("201 curve points", changed(RUN2 + ("curve",), [[step, 0.5] for step in range(201)]), "curve: has 201 items, at most 200 allowed"),
+    (
+        "two runs",
+        changed(("tasks", IMDB, "runs", 2), delete=True),
+        'tasks["lm_gym/IMDB-v0"].runs: has 2 items, at least 3 allowed',
+    ),
+    (
+        "21 runs",
+        lambda entry: changed(("tasks", IMDB, "runs"), extra_run(entry))(entry),
+        "has 21 items, at most 20 allowed",
+    ),
+    (
+        "201 curve points",
+        changed(RUN2 + ("curve",), [[step, 0.5] for step in range(201)]),
+        "curve: has 201 items, at most 200 allowed",
+    ),
     ("a curve triple", changed(RUN2 + ("curve", 0), [0, 0.5, 1]), "curve[0]: has 3 items, at most 2 allowed"),
     ("a negative curve step", changed(RUN2 + ("curve", 0, 0), -1), "curve[0][0]: -1 is below 0"),
     ("a fractional curve step", changed(RUN2 + ("curve", 0, 0), 0.5), "curve[0][0]: expected integer, got number"),
@@ -368,14 +499,26 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
     ("a sample without return", changed(RUN2 + ("samples", 0, "return"), delete=True), "samples[0]: lacks return"),
     ("no tasks at all", changed(("tasks",), {}), "tasks: has 0 entries, at least 1 allowed"),
     # what the board asks for
-    ("a missing task", changed(("tasks", IMDB), delete=True), "tasks: lacks lm_gym/IMDB-v0, a task of board offline-text"),
+    (
+        "a missing task",
+        changed(("tasks", IMDB), delete=True),
+        "tasks: lacks lm_gym/IMDB-v0, a task of board offline-text",
+    ),
     (
         "an extra task",
         lambda entry: changed(("tasks", "lm_gym/CNNDailyMail-v0"), entry["tasks"][IMDB])(entry),
         'tasks["lm_gym/CNNDailyMail-v0"]: not a task of board offline-text',
     ),
-    ("the offline tasks on the smoke board", changed(("board",), "smoke"), "tasks: lacks lm_gym/CNNDailyMail-v0, a task of board smoke"),
-    ("a duplicated seed", changed(RUN2 + ("seed",), 0), 'tasks["lm_gym/IMDB-v0"].runs[2].seed: seed 0 repeats runs[0]\'s seed'),
+    (
+        "the offline tasks on the smoke board",
+        changed(("board",), "smoke"),
+        "tasks: lacks lm_gym/CNNDailyMail-v0, a task of board smoke",
+    ),
+    (
+        "a duplicated seed",
+        changed(RUN2 + ("seed",), 0),
+        'tasks["lm_gym/IMDB-v0"].runs[2].seed: seed 0 repeats runs[0]\'s seed',
+    ),
     (
         "other seeds in one task",
         changed(("tasks", COMMONGEN, "runs", 2, "seed"), 7),
@@ -387,14 +530,22 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
         "runs[2].final_eval: lacks mean_sentiment, which the board scores lm_gym/IMDB-v0 on",
     ),
     ("a missing naturalness metric", changed(RUN2 + ("final_eval", "corpus_msttr"), delete=True), "lacks corpus_msttr"),
-    ("a missing CommonGen metric", changed(("tasks", COMMONGEN, "runs", 0, "final_eval", "mean_coverage"), delete=True), "lacks mean_coverage"),
+    (
+        "a missing CommonGen metric",
+        changed(("tasks", COMMONGEN, "runs", 0, "final_eval", "mean_coverage"), delete=True),
+        "lacks mean_coverage",
+    ),
     (
         "an evaluation of another size",
         changed(("tasks", COMMONGEN, "runs", 1, "final_eval", "num_episodes"), 64),
         'tasks["lm_gym/CommonGen-v0"].runs[1].final_eval.num_episodes: 64, but board offline-text scores final evaluations of 128 episodes',
     ),
     # JSON tricks
-    ("a duplicated top-level key", replaced(lambda text: '{"board": "smoke", ' + text[1:]), 'not JSON: duplicated key "board"'),
+    (
+        "a duplicated top-level key",
+        replaced(lambda text: '{"board": "smoke", ' + text[1:]),
+        'not JSON: duplicated key "board"',
+    ),
     (
         "a duplicated metric key",
         changed(RUN2 + ("final_eval", "mean_return"), raw='0.9, "mean_return": 0.1'),
@@ -450,8 +601,11 @@ def node(entry, path):
 def required_key_paths(entry):
     """Paths of keys that may not be deleted: all of them, but initial_eval's optional metrics."""
     return [
-        path for path, _ in paths_in(entry)
-        if path and isinstance(path[-1], str) and isinstance(node(entry, path[:-1]), dict)
+        path
+        for path, _ in paths_in(entry)
+        if path
+        and isinstance(path[-1], str)
+        and isinstance(node(entry, path[:-1]), dict)
         and not (len(path) > 1 and path[-2] == "initial_eval" and path[-1] not in REQUIRED_EVALUATION_KEYS)
     ]
 
@@ -470,7 +624,9 @@ def test_entries_with_a_randomly_broken_field_are_refused(valid_entry, scratch, 
     mutation = data.draw(st.sampled_from(["replace", "delete", "add a key", "repeat a run"]))
     if mutation == "replace":
         path, is_leaf = data.draw(st.sampled_from(nodes[1:]))
-        node(entry, path[:-1])[path[-1]] = data.draw(st.sampled_from(WRONG_SCALARS + WRONG_CONTAINERS if is_leaf else WRONG_SCALARS))
+        node(entry, path[:-1])[path[-1]] = data.draw(
+            st.sampled_from(WRONG_SCALARS + WRONG_CONTAINERS if is_leaf else WRONG_SCALARS)
+        )
     elif mutation == "delete":
         path = data.draw(st.sampled_from(required_key_paths(entry)))
         del node(entry, path[:-1])[path[-1]]
@@ -491,7 +647,10 @@ def test_entries_with_a_randomly_broken_field_are_refused(valid_entry, scratch, 
 ENTRY_KEYS = sorted({*ENTRY_SCHEMA["properties"], "runs", "seed", "final_eval", "curve", "samples", IMDB})
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(ENTRY_KEYS) | st.text(max_size=8), inner, max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(ENTRY_KEYS) | st.text(max_size=8), inner, max_size=6)
+    ),
     max_leaves=30,
 )
 
@@ -535,7 +694,9 @@ def test_submit_needs_the_algorithm_when_the_folders_hold_several(tmp_path, caps
 
 def test_submit_refuses_runs_whose_configs_differ(tmp_path, capsys):
     root = write_runs(tmp_path / "offline")
-    edit_result(root / "ppo" / "IMDB-v0" / "seed2" / "result.json", lambda result: result["config"].update(learning_rate=1e-3))
+    edit_result(
+        root / "ppo" / "IMDB-v0" / "seed2" / "result.json", lambda result: result["config"].update(learning_rate=1e-3)
+    )
     message = submit_error(capsys, [root])
     assert "lm_gym/IMDB-v0: the runs' configs differ in learning_rate" in message and "seed2" in message
 
@@ -546,7 +707,10 @@ def test_submit_names_the_missing_task_and_the_unknown_board(tmp_path, capsys):
     elsewhere = write_runs(tmp_path / "sweep")
     assert "cannot tell the board from the folders" in submit_error(capsys, [elsewhere])
     assert build_entry([elsewhere], name="x", board="offline-text")["board"] == "offline-text"
-    with pytest.raises(SubmitError, match="no runs of lm_gym/CNNDailyMail-v0, lm_gym/Wordle-v0, lm_gym/VisDial-v0, lm_gym/Reddit-v0: board grue"):
+    with pytest.raises(
+        SubmitError,
+        match="no runs of lm_gym/CNNDailyMail-v0, lm_gym/Wordle-v0, lm_gym/VisDial-v0, lm_gym/Reddit-v0: board grue",
+    ):
         build_entry([elsewhere], name="x", board="grue")
 
 
@@ -567,7 +731,10 @@ def test_submit_refuses_evaluations_of_another_size_than_the_boards(tmp_path, ca
     run = root / "ppo" / "CommonGen-v0" / "seed2" / "result.json"
     edit_result(run, lambda result: result["final_eval"].update(num_episodes=64))
     message = submit_error(capsys, [root])
-    assert f"{run}: the final evaluation played 64 episodes; board offline-text scores evaluations of 128 (--eval-episodes 128)" in message
+    assert (
+        f"{run}: the final evaluation played 64 episodes; board offline-text scores evaluations of 128 (--eval-episodes 128)"
+        in message
+    )
 
 
 def test_submit_refuses_seeds_that_differ_or_repeat(tmp_path, capsys):
@@ -580,7 +747,9 @@ def test_submit_refuses_seeds_that_differ_or_repeat(tmp_path, capsys):
 
 def test_submit_refuses_runs_of_different_versions_or_without_metrics(tmp_path, capsys):
     root = write_runs(tmp_path / "offline")
-    edit_result(root / "ppo" / "Prompts-v0" / "seed0" / "result.json", lambda result: result["versions"].update(lm_gym="0.0.1"))
+    edit_result(
+        root / "ppo" / "Prompts-v0" / "seed0" / "result.json", lambda result: result["versions"].update(lm_gym="0.0.1")
+    )
     assert "the runs used different lm-gym versions (0.0.1, " in submit_error(capsys, [root])
     imdb_run = root / "ppo" / "IMDB-v0" / "seed1" / "result.json"
 
@@ -588,12 +757,16 @@ def test_submit_refuses_runs_of_different_versions_or_without_metrics(tmp_path, 
         del result["initial_eval"]["mean_sentiment"], result["final_eval"]["mean_sentiment"]
 
     edit_result(imdb_run, drop_sentiment)
-    assert f"{imdb_run}: final_eval lacks mean_sentiment, which the board scores lm_gym/IMDB-v0 on" in submit_error(capsys, [root])
+    assert f"{imdb_run}: final_eval lacks mean_sentiment, which the board scores lm_gym/IMDB-v0 on" in submit_error(
+        capsys, [root]
+    )
 
 
 def test_submit_refuses_an_invalid_name_or_a_broken_result(offline_runs, tmp_path, capsys):
     assert main_submit([str(offline_runs), "--name", "\x1b[2Jevil", "--out", str(tmp_path / "entry.json")]) == 1
-    expected = "the entry built from the runs is invalid: name: holds the control or invisible character U+001B at index 0"
+    expected = (
+        "the entry built from the runs is invalid: name: holds the control or invisible character U+001B at index 0"
+    )
     assert expected in capsys.readouterr().err and not (tmp_path / "entry.json").exists()
     root = write_runs(tmp_path / "offline")
     (root / "ppo" / "IMDB-v0" / "seed0" / "result.json").write_text('{"env_id": ')  # killed mid-write

@@ -30,14 +30,30 @@ def entry(name, method, steps=(1, 2), tasks=(IMDB, WORDLE)):
     """An entry with one run per task whose curve has a point at each of ``steps`` (the smoke suite's
     RL runs: 2 iterations)."""
     curve = [[step, 0.1 * step] for step in steps]
-    return {"name": name, "method": method, "tasks": {env_id: {"runs": [{"seed": 1, "curve": curve}]} for env_id in tasks}}
+    return {
+        "name": name,
+        "method": method,
+        "tasks": {env_id: {"runs": [{"seed": 1, "curve": curve}]} for env_id in tasks},
+    }
 
 
-@pytest.mark.parametrize(("value", "text"), [
-    (0.5, "0.500"), (0.0123456, "0.0123"), (12.5, "12.5"), (123.4, "123"), (-0.04567, "-0.0457"), (0.0, "0.00"),
-    (999.6, "1.00e+3"), (1234.0, "1.23e+3"), (1.234e-7, "1.23e-7"), (0.000123, "0.000123"), (0.9996, "1.00"),
-    (1.125, "1.13"),  # a tie (1.125 is exact in binary) rounds up, as JavaScript's toPrecision does on the page
-])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.5, "0.500"),
+        (0.0123456, "0.0123"),
+        (12.5, "12.5"),
+        (123.4, "123"),
+        (-0.04567, "-0.0457"),
+        (0.0, "0.00"),
+        (999.6, "1.00e+3"),
+        (1234.0, "1.23e+3"),
+        (1.234e-7, "1.23e-7"),
+        (0.000123, "0.000123"),
+        (0.9996, "1.00"),
+        (1.125, "1.13"),  # a tie (1.125 is exact in binary) rounds up, as JavaScript's toPrecision does on the page
+    ],
+)
 def test_numbers_have_3_significant_digits_as_on_the_page(value, text):
     assert significant(value) == text
 
@@ -45,7 +61,10 @@ def test_numbers_have_3_significant_digits_as_on_the_page(value, text):
 def test_each_algorithm_has_one_colour_in_every_figure():
     ppo, grpo, mine = entry("PPO", "ppo"), entry("GRPO", "grpo"), entry("mine", "my-method")
     ppo_again = entry("PPO, other settings", "ppo", tasks=(IMDB,))
-    figures = [learning_curves_figure([ppo, grpo, mine, ppo_again], IMDB), learning_curves_figure([mine, grpo, ppo], WORDLE)]
+    figures = [
+        learning_curves_figure([ppo, grpo, mine, ppo_again], IMDB),
+        learning_curves_figure([mine, grpo, ppo], WORDLE),
+    ]
     for figure in figures:
         for line in figure.axes[0].get_lines():
             method = {"PPO": "ppo", "PPO, other settings": "ppo", "GRPO": "grpo", "mine": "my-method"}[line.get_label()]
@@ -54,7 +73,10 @@ def test_each_algorithm_has_one_colour_in_every_figure():
     first, _, _, again = figures[0].axes[0].get_lines()
     assert first.get_color() == again.get_color() and first.get_linestyle() != again.get_linestyle()
     bars = score_bars_figure([Bar("mine", "my-method", 0.2, None, 1), Bar("PPO", "ppo", 0.5, (0.4, 0.6), 3)], "scores")
-    assert [to_hex(patch.get_facecolor()) for patch in bars.axes[0].patches] == [algorithm_colour("my-method"), algorithm_colour("ppo")]
+    assert [to_hex(patch.get_facecolor()) for patch in bars.axes[0].patches] == [
+        algorithm_colour("my-method"),
+        algorithm_colour("ppo"),
+    ]
     # the baselines' colours are distinct, and another method's is fixed by its name
     assert len(set(ALGORITHM_COLOURS.values())) == len(ALGORITHM_COLOURS)
     assert algorithm_colour("my-method") == algorithm_colour("my-method") not in ALGORITHM_COLOURS.values()

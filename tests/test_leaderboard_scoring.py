@@ -47,7 +47,12 @@ def make_entry(value_of, seeds=(3, 1, 2), board=BOARD):
     return {
         "board": board,
         "tasks": {
-            env_id: {"runs": [{"seed": seed, "final_eval": dict.fromkeys(metric_names(env_id), value_of(env_id, seed))} for seed in seeds]}
+            env_id: {
+                "runs": [
+                    {"seed": seed, "final_eval": dict.fromkeys(metric_names(env_id), value_of(env_id, seed))}
+                    for seed in seeds
+                ]
+            }
             for env_id in boards()[board].tasks
         },
     }
@@ -115,7 +120,9 @@ def test_runs_missing_a_reference_point_are_refused():
 
 
 def test_aggregate_equals_rliable_called_directly():
-    entry = make_entry(lambda env_id, seed: float(np.random.default_rng([TASKS.index(env_id), seed]).uniform(0, 10)), seeds=range(5))
+    entry = make_entry(
+        lambda env_id, seed: float(np.random.default_rng([TASKS.index(env_id), seed]).uniform(0, 10)), seeds=range(5)
+    )
     result = aggregate({"method": entry}, reps=REPS, seed=7, points=POINTS)["method"]
 
     def rliable_directly(scores, func):
@@ -124,7 +131,9 @@ def test_aggregate_equals_rliable_called_directly():
         return [{"value": v, "ci": [low, high]} for v, low, high in zip(estimates["x"], *intervals["x"])]
 
     matrix = score_matrix(entry, points=POINTS)
-    mean, iqm = rliable_directly(matrix, lambda scores: np.array([metrics.aggregate_mean(scores), metrics.aggregate_iqm(scores)]))
+    mean, iqm = rliable_directly(
+        matrix, lambda scores: np.array([metrics.aggregate_mean(scores), metrics.aggregate_iqm(scores)])
+    )
     assert result["mean"] == mean and result["iqm"] == iqm
     assert mean["ci"][0] < mean["value"] < mean["ci"][1]
     assert result["tasks"] == list(TASKS)
@@ -158,7 +167,9 @@ def test_a_clearly_better_entry_is_probably_an_improvement():
     close = make_entry(lambda env_id, seed: 2.0 + seed / 4, seeds=range(4))
     np.random.seed(0)
     estimates, intervals = library.get_interval_estimates(
-        {"x,y": (score_matrix(close, points=POINTS), score_matrix(worse, points=POINTS))}, metrics.probability_of_improvement, reps=POI_REPS
+        {"x,y": (score_matrix(close, points=POINTS), score_matrix(worse, points=POINTS))},
+        metrics.probability_of_improvement,
+        reps=POI_REPS,
     )
     result = probability_of_improvement(close, worse, reps=POI_REPS, points=POINTS)
     assert result == {"value": estimates["x,y"], "ci": list(intervals["x,y"].ravel())}
@@ -166,7 +177,9 @@ def test_a_clearly_better_entry_is_probably_an_improvement():
 
 def test_entries_of_different_boards_are_not_compared():
     with pytest.raises(ScoringError, match="same tasks of the same board"):
-        probability_of_improvement(make_entry(spread), make_entry(lambda env_id, seed: 1.0, board="grue"), points=POINTS)
+        probability_of_improvement(
+            make_entry(spread), make_entry(lambda env_id, seed: 1.0, board="grue"), points=POINTS
+        )
 
 
 def test_incomplete_entries_get_per_task_scores_only():
@@ -202,7 +215,13 @@ def test_entries_with_fewer_than_3_seeds_get_rliable_point_estimates_without_int
     assert improvement["value"] == metrics.probability_of_improvement(matrix, score_matrix(other, points=POINTS))
     summaries = metric_summaries(entry, reps=REPS)
     assert summaries[IMDB]["mean_sentiment"]["mean"] == pytest.approx(np.mean([spread(IMDB, seed) for seed in seeds]))
-    for summary in (result["mean"], result["iqm"], *result["per_task"].values(), improvement, *summaries[IMDB].values()):
+    for summary in (
+        result["mean"],
+        result["iqm"],
+        *result["per_task"].values(),
+        improvement,
+        *summaries[IMDB].values(),
+    ):
         assert summary["ci"] is None
 
 
@@ -228,7 +247,10 @@ def test_reference_points_cover_every_metric_of_the_synthetic_boards(board):
     for env_id in boards()[board].tasks:
         for name in metric_names(env_id):
             point = points[env_id][name]
-            assert math.isfinite(point["low"]) and math.isfinite(point["high"]) and point["low"] != point["high"], (env_id, name)
+            assert math.isfinite(point["low"]) and math.isfinite(point["high"]) and point["low"] != point["high"], (
+                env_id,
+                name,
+            )
             assert point["low_from"] and point["high_from"]
             assert point["episodes"] in (None, boards()[board].eval_episodes)  # None: both points are bounds
 

@@ -8,8 +8,9 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
-from lm_toolkit import arguments, rollouts, runs, sampling, tasks, tokens
 from transformers import GPT2Config, GPT2LMHeadModel, T5Config, T5ForConditionalGeneration
+
+from lm_toolkit import arguments, rollouts, runs, sampling, tasks, tokens
 
 EOS, PAD = 49, 0
 LENGTHS = tasks.Lengths(max_prompt_length=8, max_new_tokens=6, min_new_tokens=2)
@@ -21,13 +22,32 @@ class Tokenizer:
 
 def tiny_causal():
     torch.manual_seed(0)
-    config = GPT2Config(vocab_size=50, n_layer=2, n_embd=32, n_head=4, n_positions=64, bos_token_id=EOS, eos_token_id=EOS, pad_token_id=PAD)
+    config = GPT2Config(
+        vocab_size=50,
+        n_layer=2,
+        n_embd=32,
+        n_head=4,
+        n_positions=64,
+        bos_token_id=EOS,
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+    )
     return GPT2LMHeadModel(config).eval()
 
 
 def tiny_seq2seq():
     torch.manual_seed(0)
-    config = T5Config(vocab_size=50, d_model=32, d_ff=64, d_kv=8, num_layers=1, num_heads=4, eos_token_id=EOS, pad_token_id=PAD, decoder_start_token_id=PAD)
+    config = T5Config(
+        vocab_size=50,
+        d_model=32,
+        d_ff=64,
+        d_kv=8,
+        num_layers=1,
+        num_heads=4,
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        decoder_start_token_id=PAD,
+    )
     return T5ForConditionalGeneration(config).eval()
 
 
@@ -82,7 +102,9 @@ def test_greedy_decoding_is_the_same_batched_or_alone():
     policy = rollouts.TextPolicy(model, Tokenizer(), LENGTHS)
     queries = [[1, 2, 4], [5], [7, 8, 9, 10, 11]]
     together = policy.sample(queries, greedy=True).responses
-    assert together == [policy.sample([q], greedy=True).responses[0] for q in queries]  # left padding and positions are right
+    assert together == [
+        policy.sample([q], greedy=True).responses[0] for q in queries
+    ]  # left padding and positions are right
 
 
 class OnlyToken:
@@ -137,7 +159,10 @@ def test_task_settings_are_read_without_building_an_env(monkeypatch):
         raise AssertionError("an env was built to read a setting")
 
     monkeypatch.setattr(gymnasium, "make", refuse)
-    assert tasks.split_kwargs("lm_gym/IMDB-v0", {"source": "synthetic"}, "validation") == {"source": "synthetic", "split": "validation"}
+    assert tasks.split_kwargs("lm_gym/IMDB-v0", {"source": "synthetic"}, "validation") == {
+        "source": "synthetic",
+        "split": "validation",
+    }
     assert tasks.split_kwargs("lm_gym/Wordle-v0", {}, "validation") == {}  # no splits: played as it is
     assert tasks.task_lengths("lm_gym/IMDB-v0") == tasks.Lengths(64, 48, 48, "left")
     assert tasks.task_lengths("lm_gym/CNNDailyMail-v0").truncation_side == "right"
@@ -167,7 +192,9 @@ def test_evaluation_replays_the_same_episodes_and_leaves_training_rngs_alone():
     tokenizer = resolve_tokenizer(venv.envs[0], None)
     torch.manual_seed(0)
     config = GPT2Config(vocab_size=len(tokenizer), n_layer=1, n_embd=16, n_head=2, eos_token_id=tokenizer.eos_token_id)
-    policy = rollouts.TextPolicy(GPT2LMHeadModel(config).eval(), tokenizer, tasks.task_lengths("lm_gym/Prompts-v0", max_new_tokens=6))
+    policy = rollouts.TextPolicy(
+        GPT2LMHeadModel(config).eval(), tokenizer, tasks.task_lengths("lm_gym/Prompts-v0", max_new_tokens=6)
+    )
     torch.manual_seed(1)
     before = torch.get_rng_state()
     first, samples = rollouts.evaluate(venv, policy, 5, seed=7, greedy=False)
@@ -194,7 +221,9 @@ def test_a_checkpoint_restores_the_run_and_its_random_numbers(tmp_path):
     reference_file = tmp_path / "checkpoint" / "reference" / "model.safetensors"
     inode = reference_file.stat().st_ino
     runs.seed_everything(5)
-    run.save(model, Saved(), {"coefficient": 0.5}, models={"reference": model}, frozen=["reference"])  # linked, not rewritten
+    run.save(
+        model, Saved(), {"coefficient": 0.5}, models={"reference": model}, frozen=["reference"]
+    )  # linked, not rewritten
     expected = torch.rand(3)
     assert reference_file.stat().st_ino == inode  # the frozen reference is the same file, not a new copy
     assert not (tmp_path / "checkpoint.tmp").exists() and not (tmp_path / "checkpoint.old").exists()
@@ -202,5 +231,9 @@ def test_a_checkpoint_restores_the_run_and_its_random_numbers(tmp_path):
     resumed = runs.Run(args, "test")
     assert resumed.resuming and resumed.source("gpt2") == str(tmp_path / "checkpoint")
     assert resumed.restore() == {"coefficient": 0.5}
-    assert (resumed.step, resumed.curves, resumed.initial_eval) == (3, [{"step": 3, "loss": 1.5}], {"mean_return": 0.25})
+    assert (resumed.step, resumed.curves, resumed.initial_eval) == (
+        3,
+        [{"step": 3, "loss": 1.5}],
+        {"mean_return": 0.25},
+    )
     assert resumed.counters["tokens"] == 10 and torch.equal(torch.rand(3), expected)

@@ -56,7 +56,10 @@ REFERENCES = [
 SINGLE_REFERENCES = [refs[:1] for refs in REFERENCES]
 # ROUGE-Lsum reads sentences from lines.
 SUMMARIES = ["the storm hit the coast.\nmany homes lost power.", "prices rose again.\nbuyers waited for a drop."]
-SUMMARY_REFERENCES = [["power was lost in many homes.\nthe storm reached the coast."], ["buyers waited.\nprices rose again in may."]]
+SUMMARY_REFERENCES = [
+    ["power was lost in many homes.\nthe storm reached the coast."],
+    ["buyers waited.\nprices rose again in may."],
+]
 
 
 def token_lists(texts):
@@ -75,7 +78,10 @@ def test_split_sentences_puts_one_sentence_per_line():
     text = 'It rained. "Stay in!" she said?  Yes.\nFine'
     assert split_sentences(text) == 'It rained.\n"Stay in!"\nshe said?\nYes.\nFine'
     text = "The U.S. army met Dr. Who at 5 p.m. today. J. Smith came, e.g. by car. Then it rained... What?"
-    assert split_sentences(text) == "The U.S. army met Dr. Who at 5 p.m. today.\nJ. Smith came, e.g. by car.\nThen it rained...\nWhat?"
+    assert (
+        split_sentences(text)
+        == "The U.S. army met Dr. Who at 5 p.m. today.\nJ. Smith came, e.g. by car.\nThen it rained...\nWhat?"
+    )
 
 
 # Texts given as their sentences: evaluate's METEOR tokenizes a text with nltk's word_tokenize,
@@ -88,7 +94,10 @@ SENTENCE_PREDICTIONS = [
 ]
 SENTENCE_REFERENCES = [
     [["He sat at the table and took a bite of his hamburger."]],
-    [["Power was lost in many houses after the storm struck the shore.", "Repairs will need several days."], ["The coast was hit."]],
+    [
+        ["Power was lost in many houses after the storm struck the shore.", "Repairs will need several days."],
+        ["The coast was hit."],
+    ],
     [["a dog runs in the park"], ["the dog was running through a green park.", "It was happy."]],
     [["She purchased a fast, inexpensive car."], ["He got a new car.", "It was fast."]],
 ]
@@ -98,7 +107,10 @@ def test_meteor_equals_evaluates_pipeline_on_single_and_multi_sentence_texts():
     def words(sentences):
         return [token for sentence in sentences for token in nltk.word_tokenize(sentence, preserve_line=True)]
 
-    expected = [meteor_score([words(r) for r in refs], words(p), wordnet=wordnet()) for p, refs in zip(SENTENCE_PREDICTIONS, SENTENCE_REFERENCES)]
+    expected = [
+        meteor_score([words(r) for r in refs], words(p), wordnet=wordnet())
+        for p, refs in zip(SENTENCE_PREDICTIONS, SENTENCE_REFERENCES)
+    ]
     predictions = [" ".join(sentences) for sentences in SENTENCE_PREDICTIONS]
     references = [[" ".join(sentences) for sentences in refs] for refs in SENTENCE_REFERENCES]
     np.testing.assert_allclose(meteor_scores(predictions, references), expected, atol=1e-6)
@@ -110,9 +122,13 @@ def test_meteor_equals_evaluates_pipeline_on_single_and_multi_sentence_texts():
 
 @pytest.mark.parametrize("references", [SINGLE_REFERENCES, REFERENCES], ids=["single", "multi"])
 def test_meteor_equals_nltk(references):
-    expected = [meteor_score(token_lists(refs), tokenize(p), wordnet=wordnet()) for p, refs in zip(PREDICTIONS, references)]
+    expected = [
+        meteor_score(token_lists(refs), tokenize(p), wordnet=wordnet()) for p, refs in zip(PREDICTIONS, references)
+    ]
     np.testing.assert_allclose(meteor_scores(PREDICTIONS, references), expected, atol=1e-6)
-    assert load("meteor").compute(predictions=PREDICTIONS, references=references)["meteor"] == pytest.approx(np.mean(expected), abs=1e-6)
+    assert load("meteor").compute(predictions=PREDICTIONS, references=references)["meteor"] == pytest.approx(
+        np.mean(expected), abs=1e-6
+    )
 
 
 def test_meteor_keeps_the_best_reference():
@@ -133,54 +149,81 @@ def test_rouge_equals_rouge_score(rouge_type, predictions, references):
     scorer = RougeScorer([rouge_type], use_stemmer=True)
     expected = [scorer.score_multi(refs, p)[rouge_type].fmeasure for p, refs in zip(predictions, references)]
     np.testing.assert_allclose(rouge_scores(predictions, references, rouge_type), expected, atol=1e-6)
-    assert corpus_rouge(predictions, references, [rouge_type]) == {rouge_type: pytest.approx(np.mean(expected), abs=1e-6)}
+    assert corpus_rouge(predictions, references, [rouge_type]) == {
+        rouge_type: pytest.approx(np.mean(expected), abs=1e-6)
+    }
 
 
 def test_rouge_lsum_uses_the_sentence_lines():
-    lsum, l_ = rouge_scores(SUMMARIES, SUMMARY_REFERENCES, "rougeLsum"), rouge_scores(SUMMARIES, SUMMARY_REFERENCES, "rougeL")
+    lsum, l_ = (
+        rouge_scores(SUMMARIES, SUMMARY_REFERENCES, "rougeLsum"),
+        rouge_scores(SUMMARIES, SUMMARY_REFERENCES, "rougeL"),
+    )
     assert (lsum > l_).all()
     flat = [s.replace("\n", " ") for s in SUMMARIES]
-    np.testing.assert_allclose(rouge_scores(flat, [[r.replace("\n", " ") for r in refs] for refs in SUMMARY_REFERENCES], "rougeLsum"), l_)
+    np.testing.assert_allclose(
+        rouge_scores(flat, [[r.replace("\n", " ") for r in refs] for refs in SUMMARY_REFERENCES], "rougeLsum"), l_
+    )
 
 
 def test_empty_predictions_score_zero():
-    scores = [meteor_scores([""], [["a cat"]]), rouge_scores([""], [["a cat"]], "rougeLsum"), CiderD([["a cat"]]).scores([""], [["a cat"]])]
+    scores = [
+        meteor_scores([""], [["a cat"]]),
+        rouge_scores([""], [["a cat"]], "rougeLsum"),
+        CiderD([["a cat"]]).scores([""], [["a cat"]]),
+    ]
     assert all(s.dtype == np.float64 and s.tolist() == [0.0] for s in scores)
 
 
 def test_rouge_module_reports_every_type():
     result = load("rouge").compute(predictions=SUMMARIES, references=SUMMARY_REFERENCES)
-    expected = {t: rouge_scores(SUMMARIES, SUMMARY_REFERENCES, t).mean() for t in ("rouge1", "rouge2", "rougeL", "rougeLsum")}
+    expected = {
+        t: rouge_scores(SUMMARIES, SUMMARY_REFERENCES, t).mean() for t in ("rouge1", "rouge2", "rougeL", "rougeLsum")
+    }
     assert result == pytest.approx(expected, abs=1e-6)
-    assert load("rouge").compute(predictions=PREDICTIONS, references=REFERENCES, rouge_types=["rouge2"]).keys() == {"rouge2"}
+    assert load("rouge").compute(predictions=PREDICTIONS, references=REFERENCES, rouge_types=["rouge2"]).keys() == {
+        "rouge2"
+    }
 
 
 def test_nltk_bleu_equals_nltk_multi_reference():
     expected = nltk_corpus_bleu([token_lists(refs) for refs in REFERENCES], token_lists(PREDICTIONS))
     assert 0.1 < expected < 1  # with 4-gram matches: no zero precision
     assert corpus_bleu(PREDICTIONS, REFERENCES) == pytest.approx(expected, abs=1e-6)
-    assert load("bleu").compute(predictions=PREDICTIONS, references=REFERENCES)["bleu"] == pytest.approx(expected, abs=1e-6)
+    assert load("bleu").compute(predictions=PREDICTIONS, references=REFERENCES)["bleu"] == pytest.approx(
+        expected, abs=1e-6
+    )
 
 
 def test_sacrebleu_equals_sacrebleu_multi_reference():
     references = [refs[:2] for refs in REFERENCES[:2]] + [[REFERENCES[2][0], "children play outside"], REFERENCES[3]]
     expected = sacrebleu.corpus_bleu(PREDICTIONS, [list(stream) for stream in zip(*references)]).score
     assert corpus_sacrebleu(PREDICTIONS, references) == pytest.approx(expected, abs=1e-6)
-    assert load("sacrebleu").compute(predictions=PREDICTIONS, references=references)["score"] == pytest.approx(expected, abs=1e-6)
+    assert load("sacrebleu").compute(predictions=PREDICTIONS, references=references)["score"] == pytest.approx(
+        expected, abs=1e-6
+    )
 
 
 def test_sacrebleu_takes_unequal_reference_counts():
     # Repeating one of a sample's references changes no clipped count nor its closest
     # reference length, so a sample with fewer references scores as if padded with a repeat.
-    predictions = [*PREDICTIONS[:2], "kids play", PREDICTIONS[3]]  # short, so that a length-0 reference would be closest
+    predictions = [
+        *PREDICTIONS[:2],
+        "kids play",
+        PREDICTIONS[3],
+    ]  # short, so that a length-0 reference would be closest
     width = max(len(refs) for refs in REFERENCES)
     padded = [refs + [refs[0]] * (width - len(refs)) for refs in REFERENCES]
     expected = sacrebleu.corpus_bleu(predictions, [list(stream) for stream in zip(*padded)]).score
     assert corpus_sacrebleu(predictions, REFERENCES) == pytest.approx(expected, abs=1e-6)
-    assert load("sacrebleu").compute(predictions=predictions, references=REFERENCES)["score"] == pytest.approx(expected, abs=1e-6)
+    assert load("sacrebleu").compute(predictions=predictions, references=REFERENCES)["score"] == pytest.approx(
+        expected, abs=1e-6
+    )
     # Padding with "" instead of None would add empty references, which change the brevity penalty.
     empty_padded = [refs + [""] * (width - len(refs)) for refs in REFERENCES]
-    assert sacrebleu.corpus_bleu(predictions, [list(stream) for stream in zip(*empty_padded)]).score != pytest.approx(expected)
+    assert sacrebleu.corpus_bleu(predictions, [list(stream) for stream in zip(*empty_padded)]).score != pytest.approx(
+        expected
+    )
 
 
 def coco_cider(predictions, references):
@@ -193,7 +236,9 @@ def test_cider_equals_pycocoevalcap():
     expected, expected_per_sample = coco_cider(PREDICTIONS, REFERENCES)
     assert expected > 0
     assert cider(PREDICTIONS, REFERENCES) == pytest.approx(expected, abs=1e-6)
-    assert load("cider").compute(predictions=PREDICTIONS, references=REFERENCES)["cider"] == pytest.approx(expected, abs=1e-6)
+    assert load("cider").compute(predictions=PREDICTIONS, references=REFERENCES)["cider"] == pytest.approx(
+        expected, abs=1e-6
+    )
     per_sample = CiderD(REFERENCES).scores(PREDICTIONS, REFERENCES)
     np.testing.assert_allclose(per_sample, expected_per_sample, atol=1e-6)
     assert per_sample.mean() == pytest.approx(expected, abs=1e-6)
@@ -240,7 +285,14 @@ def test_msttr_averages_full_100_token_segments():
     repeated_word = " ".join(["a"] * 100)  # segment 2: ratio 1/100
     leftover = " ".join(f"x{i}" for i in range(50))  # a partial segment, left out
     assert diversity([distinct_words, repeated_word, leftover])["msttr"] == pytest.approx((1 + 1 / 100) / 2)
-    assert diversity([""]) == {"distinct_1": 0, "distinct_2": 0, "msttr": 0, "unigram_entropy": 0, "vocab_size": 0, "mean_length": 0}
+    assert diversity([""]) == {
+        "distinct_1": 0,
+        "distinct_2": 0,
+        "msttr": 0,
+        "unigram_entropy": 0,
+        "vocab_size": 0,
+        "mean_length": 0,
+    }
 
 
 # --- model-based metrics ---------------------------------------------------------------------
@@ -304,7 +356,9 @@ def test_perplexity_loads_a_saved_model_and_needs_a_token_to_score(tiny_lm, tmp_
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     expected = perplexity(["a cat sat"], model, tokenizer)["perplexity"]
-    assert perplexity(["a cat sat"], str(tmp_path), None, device="cpu")["perplexity"] == pytest.approx(expected, rel=1e-5)
+    assert perplexity(["a cat sat"], str(tmp_path), None, device="cpu")["perplexity"] == pytest.approx(
+        expected, rel=1e-5
+    )
     no_start_token = word_level_tokenizer([])
     with pytest.raises(ConfigurationError, match=r"texts\[1\] has no token to score"):
         perplexity(["a cat", "dog"], model, no_start_token)  # "dog" is only context without BOS/EOS
@@ -316,32 +370,52 @@ def tiny_bert_dir(tmp_path_factory):
     from transformers import BertConfig, BertModel
 
     fast = word_level_tokenizer(
-        ["[PAD]", "[CLS]", "[SEP]", "[MASK]"], pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"
+        ["[PAD]", "[CLS]", "[SEP]", "[MASK]"],
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
     )
     fast._tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", fast.cls_token_id), ("[SEP]", fast.sep_token_id)]
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", fast.cls_token_id), ("[SEP]", fast.sep_token_id)],
     )
     fast.model_max_length = 64
     directory = tmp_path_factory.mktemp("tiny-bert")
     fast.save_pretrained(directory)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(fast), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=len(fast),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     BertModel(config).save_pretrained(directory)
     return str(directory)
 
 
 def test_bertscore_equals_bert_score(tiny_bert_dir):
     bert_score = pytest.importorskip("bert_score")
-    predictions, references = LM_SENTENCES[:3], [["a cat sat on a mat"], ["the dog runs", "a dog runs in a park"], ["the cat sat"]]
+    predictions, references = (
+        LM_SENTENCES[:3],
+        [["a cat sat on a mat"], ["the dog runs", "a dog runs in a park"], ["the cat sat"]],
+    )
     try:
-        precision, recall, f1 = bert_score.score(predictions, references, model_type=tiny_bert_dir, num_layers=2, device="cpu")
+        precision, recall, f1 = bert_score.score(
+            predictions, references, model_type=tiny_bert_dir, num_layers=2, device="cpu"
+        )
     except (OSError, ValueError) as error:
         pytest.skip(f"bert_score cannot load a local model offline here: {error}")
     expected = {"precision": precision.mean().item(), "recall": recall.mean().item(), "f1": f1.mean().item()}
     result = bertscore(predictions, references, model_type=tiny_bert_dir, num_layers=2, device="cpu")
     assert result == pytest.approx(expected, abs=1e-6)
     module = load("bertscore")
-    assert module.compute(predictions=predictions, references=references, model_type=tiny_bert_dir, num_layers=2, device="cpu") == pytest.approx(expected, abs=1e-6)
+    assert module.compute(
+        predictions=predictions, references=references, model_type=tiny_bert_dir, num_layers=2, device="cpu"
+    ) == pytest.approx(expected, abs=1e-6)
     with pytest.raises(ConfigurationError, match="num_layers"):
         bertscore(predictions, references, model_type=tiny_bert_dir)
 
@@ -394,4 +468,6 @@ def test_perplexity_fits_long_contexts_into_the_model_positions(tiny_lm):
     labels[0, : len(context_ids)] = -100
     with torch.no_grad():
         loss = model.eval()(input_ids=ids, labels=labels).loss.item()
-    assert perplexity([text], model, tokenizer, prefixes=[long_prefix])["perplexity"] == pytest.approx(math.exp(loss), rel=1e-5)
+    assert perplexity([text], model, tokenizer, prefixes=[long_prefix])["perplexity"] == pytest.approx(
+        math.exp(loss), rel=1e-5
+    )

@@ -79,7 +79,10 @@ def play_parallel(env, policies, seed):
     while env.agents:
         speaker = infos[env.agents[0]]["active_agent"]
         observations, step_rewards, _, _, infos = env.step(
-            {speaker: policies[speaker](observations[speaker]["text"]), **{agent: "" for agent in env.agents if agent != speaker}}
+            {
+                speaker: policies[speaker](observations[speaker]["text"]),
+                **{agent: "" for agent in env.agents if agent != speaker},
+            }
         )
         rewards.append(step_rewards)
     return rewards, infos
@@ -91,7 +94,9 @@ def test_visdial_cooperative_reward_is_the_single_agent_reward(seed):
     answerer does, so the game and every round's reward are the single-agent env's."""
     questioner = MixtureQuestioner(0.5, seed=seed)
     rewards, infos = play_parallel(
-        visdial_v0.parallel_env(yn_reward_kind="soft"), {"questioner": questioner, "answerer": SceneTextAnswerer()}, seed
+        visdial_v0.parallel_env(yn_reward_kind="soft"),
+        {"questioner": questioner, "answerer": SceneTextAnswerer()},
+        seed,
     )
     questioner.seed(seed)
     single = gymnasium.make("lm_gym/VisDial-v0", yn_reward_kind="soft")
@@ -112,7 +117,10 @@ def test_visdial_answers_are_the_answering_agents():
     env.reset(seed=0, options={"index": 5})
     env.step({"questioner": "is it sunny?", "answerer": ""})
     _, rewards, *_, infos = env.step({"answerer": "yes"})
-    assert infos["answerer"]["answer"] == "yes" and rewards == {"questioner": -3.0, "answerer": -3.0}  # -1 and the yes/no penalty
+    assert infos["answerer"]["answer"] == "yes" and rewards == {
+        "questioner": -3.0,
+        "answerer": -3.0,
+    }  # -1 and the yes/no penalty
     observations, *_ = env.step({"questioner": "what color is the dog?", "answerer": ""})
     assert observations["questioner"]["text"].endswith("is it sunny?\nyes\nwhat color is the dog?")
 
@@ -124,9 +132,13 @@ def test_visdial_answerer_sees_the_hidden_scene_and_the_questioner_does_not():
     assert observations["answerer"]["text"].split("\n")[0] == scene
     assert scene not in observations["questioner"]["text"] and "{" not in observations["questioner"]["text"]
     assert observations["questioner"]["text"] == gallery("train")[7].caption
-    assert [observations[agent]["active"] for agent in env.agents] == [1, 0] and infos["answerer"]["active_agent"] == "questioner"
+    assert [observations[agent]["active"] for agent in env.agents] == [1, 0] and infos["answerer"][
+        "active_agent"
+    ] == "questioner"
     observations, *_ = env.step({"questioner": "what else is there?"})
-    assert observations["answerer"]["text"].endswith("\nwhat else is there?") and observations["answerer"]["active"] == 1
+    assert (
+        observations["answerer"]["text"].endswith("\nwhat else is there?") and observations["answerer"]["active"] == 1
+    )
     assert "setting" not in str(infos["questioner"])
 
 
@@ -198,7 +210,10 @@ class Unprintable:
 @pytest.mark.parametrize(
     ("actions", "match"),
     [
-        ({"questioner": Unprintable()}, "the action of 'questioner' must be a str .*, got Unprintable: <Unprintable object>"),
+        (
+            {"questioner": Unprintable()},
+            "the action of 'questioner' must be a str .*, got Unprintable: <Unprintable object>",
+        ),
         ({"questioner": "ok", Unprintable(): ""}, "<Unprintable object> is not a live agent"),
         (Unprintable(), "actions must be a dict"),
         ({"questioner": 3}, "the action of 'questioner' must be a str"),

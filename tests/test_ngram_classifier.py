@@ -36,7 +36,11 @@ def test_hashed_ngrams_are_each_texts_words_and_bigrams():
     assert lengths.tolist() == [7, 0, 3, 5, 5, 1]
     assert ids.tolist() == [i for text in texts for i in ngram_ids(text, 2**18)]
     assert sorted(ngram_ids("it is where", 2**18)) != sorted(ngram_ids("where is it", 2**18))  # bigrams keep word order
-    assert hashed_ngrams([], 16)[0].size == 0 and 0 <= hashed_ngrams(texts, 16)[0].min() and hashed_ngrams(texts, 16)[0].max() < 16
+    assert (
+        hashed_ngrams([], 16)[0].size == 0
+        and 0 <= hashed_ngrams(texts, 16)[0].min()
+        and hashed_ngrams(texts, 16)[0].max() < 16
+    )
 
 
 @pytest.mark.filterwarnings("ignore:Sparse invariant checks")  # torch, about its sparse gradients
@@ -56,7 +60,9 @@ def test_numpy_adagrad_makes_the_updates_of_torch_adagrad():
         order = orders.permutation(len(texts))
         for first in range(0, len(texts), 8):
             batch = [texts[i] for i in order[first : first + 8]]
-            loss = torch.nn.functional.cross_entropy(model(*model.encode(batch)), torch.from_numpy(targets[order[first : first + 8]]))
+            loss = torch.nn.functional.cross_entropy(
+                model(*model.encode(batch)), torch.from_numpy(targets[order[first : first + 8]])
+            )
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -74,22 +80,36 @@ def test_trained_on_real_dialogue_acts_predicts_held_out_ones(shared_data):
     acts = np.array([a for _, a, _ in test])
     accuracy = {name: np.mean(predicted[acts == act] == act) for act, name in enumerate(ACTS, start=1)}
     assert np.mean(predicted == acts) > 0.7
-    assert accuracy["question"] > 0.8 and accuracy["inform"] > 0.75 and accuracy["directive"] > 0.5 and accuracy["commissive"] > 0.2
+    assert (
+        accuracy["question"] > 0.8
+        and accuracy["inform"] > 0.75
+        and accuracy["directive"] > 0.5
+        and accuracy["commissive"] > 0.2
+    )
 
 
 def test_progress_is_logged_when_not_in_a_terminal(caplog):
     texts, labels = ["good film", "bad film", "great acting", "awful plot"] * 5, [1, 0, 1, 0] * 5
-    with caplog.at_level(logging.INFO, logger="lm_gym.rewards"):  # pytest captures stderr: no terminal, so no progress bar
+    with caplog.at_level(
+        logging.INFO, logger="lm_gym.rewards"
+    ):  # pytest captures stderr: no terminal, so no progress bar
         model = train_ngram_classifier(texts, labels, epochs=4, description="training the test classifier")
     lines = [record.getMessage() for record in caplog.records]
     assert lines[0].startswith("training the test classifier: 20 texts, 60 n-grams hashed in ")
-    assert [line.split(", mean loss")[0] for line in lines[1:5]] == [f"training the test classifier: epoch {e}/4 ({25 * e}%)" for e in range(1, 5)]
-    assert lines[5].startswith("training the test classifier: done in ") and lines[5].endswith("training accuracy 1.000")
+    assert [line.split(", mean loss")[0] for line in lines[1:5]] == [
+        f"training the test classifier: epoch {e}/4 ({25 * e}%)" for e in range(1, 5)
+    ]
+    assert lines[5].startswith("training the test classifier: done in ") and lines[5].endswith(
+        "training accuracy 1.000"
+    )
     assert (model.probabilities(["good acting", "bad plot"]).argmax(-1) == [1, 0]).all()
 
 
 def test_cached_classifier_records_its_training_accuracy():
-    texts, labels = ["yes please", "yes please", "no thanks", "no thanks"], [1, 0, 0, 0]  # one "yes please" cannot be right
+    texts, labels = (
+        ["yes please", "yes please", "no thanks", "no thanks"],
+        [1, 0, 0, 0],
+    )  # one "yes please" cannot be right
     model = trained_ngram_classifier(texts, labels, "test-accuracy")
     (directory,) = (cache_root() / "reward_models").glob("test-accuracy-*")
     config = json.loads((directory / "config.json").read_text())

@@ -40,7 +40,9 @@ def test_commongen_official_dev_release_exact_counts(shared_data):
     concepts, scenes = sets[0]
     assert concepts == ("field", "look", "stand")  # the _N/_V part-of-speech tags are dropped
     assert scenes[0] == "The player stood in the field looking at the batter."
-    single_file = commongen_data.load_concept_sets("local", "validation", shared_data / "commongen" / "commongen.dev.jsonl")
+    single_file = commongen_data.load_concept_sets(
+        "local", "validation", shared_data / "commongen" / "commongen.dev.jsonl"
+    )
     assert single_file == sets
 
 
@@ -49,12 +51,24 @@ def test_commongen_hub_schema_groups_targets_per_concept_set(hub_stand_in):
     tables[(commongen_data.HUB_DATASET, None, "validation")] = {
         "concept_set_idx": [0, 0, 1, 0],
         "concepts": [["dog", "frisbee", "catch"]] * 2 + [["ski", "mountain"]] + [["dog", "frisbee", "catch"]],
-        "target": ["A dog catches a frisbee.", "The dog caught the frisbee.", "Skiing down a mountain.", "Dogs catch frisbees."],
+        "target": [
+            "A dog catches a frisbee.",
+            "The dog caught the frisbee.",
+            "Skiing down a mountain.",
+            "Dogs catch frisbees.",
+        ],
     }
-    tables[(commongen_data.HUB_DATASET, None, "test")] = {"concept_set_idx": [0], "concepts": [["a", "b"]], "target": [""]}
+    tables[(commongen_data.HUB_DATASET, None, "test")] = {
+        "concept_set_idx": [0],
+        "concepts": [["a", "b"]],
+        "target": [""],
+    }
     sets = commongen_data.load_concept_sets("hub", "validation")
     assert sets == (
-        (("dog", "frisbee", "catch"), ("A dog catches a frisbee.", "The dog caught the frisbee.", "Dogs catch frisbees.")),
+        (
+            ("dog", "frisbee", "catch"),
+            ("A dog catches a frisbee.", "The dog caught the frisbee.", "Dogs catch frisbees."),
+        ),
         (("ski", "mountain"), ("Skiing down a mountain.",)),
     )
     with pytest.raises(DataUnavailableError, match="hidden"):
@@ -65,7 +79,9 @@ def test_commongen_hub_schema_groups_targets_per_concept_set(hub_stand_in):
 def test_commongen_local_hub_schema_and_errors(tmp_path):
     rows = [{"concept_set_idx": 3, "concepts": ["cat", "sit"], "target": t} for t in ("A cat sits.", "Cats sat.")]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert commongen_data.load_concept_sets("local", "train", tmp_path) == ((("cat", "sit"), ("A cat sits.", "Cats sat.")),)
+    assert commongen_data.load_concept_sets("local", "train", tmp_path) == (
+        (("cat", "sit"), ("A cat sits.", "Cats sat.")),
+    )
     with pytest.raises(DataUnavailableError, match="commongen.dev.jsonl"):
         commongen_data.load_concept_sets("local", "validation", tmp_path)
     (tmp_path / "commongen.test.jsonl").write_text(json.dumps({"concept_set": "cat_N#sit_V", "scene": []}) + "\n")
@@ -91,7 +107,10 @@ def test_cnn_dailymail_validation_csv_exact_count(shared_data):
 
 
 def test_cnn_dailymail_local_formats_agree(tmp_path):
-    rows = [{"article": f"Story {i} . More text .", "highlights": f"Point {i} .\nSecond {i} .", "id": f"{i:040x}"} for i in range(3)]
+    rows = [
+        {"article": f"Story {i} . More text .", "highlights": f"Point {i} .\nSecond {i} .", "id": f"{i:040x}"}
+        for i in range(3)
+    ]
     with (tmp_path / "test.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["article", "highlights", "id"])
         writer.writeheader()
@@ -109,9 +128,13 @@ def test_cnn_dailymail_local_formats_agree(tmp_path):
 def test_cnn_dailymail_hub_schema(hub_stand_in):
     tables, requested = hub_stand_in
     tables[(cnn_data.HUB_DATASET, cnn_data.HUB_CONFIG, "test")] = {
-        "article": ["By . Reporter . A caf\u00e9 opened ."], "highlights": ["A caf\u00e9 opened .\nIt is new ."], "id": ["ab" * 20]
+        "article": ["By . Reporter . A caf\u00e9 opened ."],
+        "highlights": ["A caf\u00e9 opened .\nIt is new ."],
+        "id": ["ab" * 20],
     }
-    assert cnn_data.load_articles("hub", "test") == (("By . Reporter . A cafe opened .", "A cafe opened .\nIt is new .", "ab" * 20),)
+    assert cnn_data.load_articles("hub", "test") == (
+        ("By . Reporter . A cafe opened .", "A cafe opened .\nIt is new .", "ab" * 20),
+    )
     assert requested == [("abisee/cnn_dailymail", "3.0.0", "test")]
 
 
@@ -140,11 +163,16 @@ def test_dailydialog_a_dialogue_whose_labels_disagree_is_dropped_whole_never_shi
     acts += [[1, 1, 1]] * 98
     emotions += [[0, 0, 0]] * 98
     write_release(tmp_path / "train", "train", dialogues, acts, emotions)  # the unzipped release's <split>/ folder
-    with pytest.warns(UserWarning, match=r"dialogues_train.txt: dropped 1 dialogues \(lines 2\) whose utterance and label counts disagree"):
+    with pytest.warns(
+        UserWarning,
+        match=r"dialogues_train.txt: dropped 1 dialogues \(lines 2\) whose utterance and label counts disagree",
+    ):
         loaded = dailydialog_data.load_dialogues("local", "train", tmp_path)
     assert loaded.dropped_dialogues == 1 and len(loaded.dialogues) == 99
     assert loaded.dialogues[0] == (("Hi .", 1, 0), ("Hello , how are you ?", 2, 0), ("Fine .", 1, 4))
-    assert all(turn[0] != "OK ." for dialogue in loaded.dialogues for turn in dialogue)  # no utterance got another's act
+    assert all(
+        turn[0] != "OK ." for dialogue in loaded.dialogues for turn in dialogue
+    )  # no utterance got another's act
     # many disagreeing dialogues: files that do not belong together
     write_release(tmp_path / "two_short", "test", dialogues[:3], [[1], [3, 4, 1], [1, 1, 1]], emotions[:3])
     with pytest.raises(DataUnavailableError, match="2 of 3 dialogues \\(lines 1, 2\\) .* do not belong together"):
@@ -159,7 +187,9 @@ def test_dailydialog_a_dialogue_whose_labels_disagree_is_dropped_whole_never_shi
 def test_dailydialog_hub_schema(hub_stand_in):
     tables, requested = hub_stand_in
     tables[(dailydialog_data.HUB_DATASET, None, "train")] = {
-        "dialog": [["Hi . ", " What time is it ? ", "Noon . "]], "act": [[1, 2, 1]], "emotion": [[0, 6, 0]]
+        "dialog": [["Hi . ", " What time is it ? ", "Noon . "]],
+        "act": [[1, 2, 1]],
+        "emotion": [[0, 6, 0]],
     }
     loaded = dailydialog_data.load_dialogues("hub", "train")
     assert loaded.dialogues == ((("Hi .", 1, 0), ("What time is it ?", 2, 6), ("Noon .", 1, 0)),)

@@ -12,8 +12,8 @@ from lm_gym import metrics
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
 from lm_gym.core.tokenizer import train_tokenizer
 from lm_gym.rewards.intent import TransformersActClassifier
-from lm_gym.tasks.commongen.env import CommonGenEnv, repeats_prompt
 from lm_gym.tasks.cnn_dailymail.env import CNNDailyMailEnv
+from lm_gym.tasks.commongen.env import CommonGenEnv, repeats_prompt
 from lm_gym.tasks.dailydialog.data import load_dialogues
 from lm_gym.tasks.dailydialog.env import DailyDialogEnv
 
@@ -67,7 +67,9 @@ def test_commongen_reward_choices_match_the_metrics(reward):
 
 
 def test_cnn_dailymail_keeps_the_article_start_at_token_level():
-    env = gymnasium.make("lm_gym/CNNDailyMail-v0", source="synthetic", split="validation", action_level="token", max_prompt_length=6)
+    env = gymnasium.make(
+        "lm_gym/CNNDailyMail-v0", source="synthetic", split="validation", action_level="token", max_prompt_length=6
+    )
     observation, info = env.reset(seed=0)
     tokenizer = env.unwrapped.tokenizer
     shown = tokenizer.decode(observation["prompt_ids"][observation["prompt_mask"] == 1])
@@ -111,7 +113,9 @@ def test_dailydialog_offline_intent_classifier_reads_acts(dailydialog):
     turns = [turn for dialogue in load_dialogues("synthetic", "validation").dialogues for turn in dialogue]
     predicted = dailydialog.reward_fn.classifier.predict([""] * len(turns), [u for u, _, _ in turns])
     assert np.mean(predicted == np.array([a for _, a, _ in turns])) > 0.9
-    question, directive = dailydialog.reward_fn.classifier.predict(["", ""], ["Where is the station?", "Please close the door."])
+    question, directive = dailydialog.reward_fn.classifier.predict(
+        ["", ""], ["Where is the station?", "Please close the door."]
+    )
     assert (question, directive) == (2, 3)
 
 
@@ -119,9 +123,19 @@ def test_dailydialog_transformers_intent_classifier_input(tmp_path):
     """A hub-style classifier (class i = act i + 1) sees the context's last utterance and the reply, as RL4LMs."""
     from transformers import DistilBertConfig, DistilBertForSequenceClassification
 
-    tokenizer = train_tokenizer(["Where is it ?", "Close the door .", "Sure , I will ."] * 5, "tiny-acts", vocab_size=300)
+    tokenizer = train_tokenizer(
+        ["Where is it ?", "Close the door .", "Sure , I will ."] * 5, "tiny-acts", vocab_size=300
+    )
     tokenizer.save_pretrained(tmp_path)
-    config = DistilBertConfig(vocab_size=len(tokenizer), dim=16, hidden_dim=32, n_layers=1, n_heads=2, pad_token_id=tokenizer.pad_token_id, num_labels=4)
+    config = DistilBertConfig(
+        vocab_size=len(tokenizer),
+        dim=16,
+        hidden_dim=32,
+        n_layers=1,
+        n_heads=2,
+        pad_token_id=tokenizer.pad_token_id,
+        num_labels=4,
+    )
     DistilBertForSequenceClassification(config).save_pretrained(tmp_path)
     classifier = TransformersActClassifier(str(tmp_path), device="cpu")
     seen = []
@@ -133,7 +147,9 @@ def test_dailydialog_transformers_intent_classifier_input(tmp_path):
 
 @pytest.mark.parametrize("env_id", NLG_IDS)
 def test_vector_env_scores_like_single_envs(env_id):
-    venv = gymnasium.make_vec(env_id, num_envs=4, vectorization_mode="vector_entry_point", source="synthetic", split="validation")
+    venv = gymnasium.make_vec(
+        env_id, num_envs=4, vectorization_mode="vector_entry_point", source="synthetic", split="validation"
+    )
     env = gymnasium.make(env_id, source="synthetic", split="validation").unwrapped
     _, infos = venv.reset(seed=10)
     actions = tuple(f"{infos['references'][i][0]} extra" if i % 2 else "a short answer ." for i in range(4))
@@ -142,16 +158,26 @@ def test_vector_env_scores_like_single_envs(env_id):
     for i in range(4):
         env.reset(seed=10 + i)
         _, reward, *_, info = env.step(actions[i])
-        assert rewards[i] == pytest.approx(reward) and step_infos["metrics"]["num_words"][i] == info["metrics"]["num_words"]
+        assert (
+            rewards[i] == pytest.approx(reward)
+            and step_infos["metrics"]["num_words"][i] == info["metrics"]["num_words"]
+        )
 
 
 @pytest.fixture(scope="module")
 def tiny_language_model():
     tokenizer = train_tokenizer(["a dog catches a frisbee in the park"] * 20, "tiny-lm", vocab_size=300)
-    model = GPT2LMHeadModel(GPT2Config(
-        n_layer=1, n_embd=32, n_head=2, vocab_size=len(tokenizer), n_positions=512,
-        bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
-    )).eval()
+    model = GPT2LMHeadModel(
+        GPT2Config(
+            n_layer=1,
+            n_embd=32,
+            n_head=2,
+            vocab_size=len(tokenizer),
+            n_positions=512,
+            bos_token_id=tokenizer.eos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+    ).eval()
     return model, tokenizer
 
 
@@ -187,10 +213,18 @@ def test_local_sources_end_to_end(shared_data, tmp_path):
     assert info["prompt"].startswith("Summarize: (CNN)Share") and len(cnn.samples) == 100
     # the slice has no train split: the offline intent classifier trains on a copy of validation
     for kind in ("", "_act", "_emotion"):
-        shutil.copy(shared_data / "dailydialog" / "validation" / f"dialogues{kind}_validation.txt", tmp_path / f"dialogues{kind}_train.txt")
+        shutil.copy(
+            shared_data / "dailydialog" / "validation" / f"dialogues{kind}_validation.txt",
+            tmp_path / f"dialogues{kind}_train.txt",
+        )
     dialog = DailyDialogEnv(split="train", source="local", data_dir=tmp_path)
     _, info = dialog.reset(seed=0)
-    assert info["prompt"].count("<EOU>") == 5 and info["meta"]["act"] in ("inform", "question", "directive", "commissive")
+    assert info["prompt"].count("<EOU>") == 5 and info["meta"]["act"] in (
+        "inform",
+        "question",
+        "directive",
+        "commissive",
+    )
     with pytest.raises(DataUnavailableError, match="dialogues_train.txt"):
         DailyDialogEnv(split="validation", source="local", data_dir=shared_data / "dailydialog" / "validation")
 

@@ -73,8 +73,18 @@ def drop_turns(columns):
         (set_cell("rewards", 1, [math.nan]), "column 'rewards', row 1: expected finite rewards"),
         (set_cell("return", 0, -2.0), "column 'return', row 0: expected the sum of the row's rewards, -1"),
     ],
-    ids=["empty-env-id", "null-env-id", "empty", "short-observations", "long-rewards", "null-action",
-         "early-done", "last-not-done", "nan-reward", "wrong-return"],
+    ids=[
+        "empty-env-id",
+        "null-env-id",
+        "empty",
+        "short-observations",
+        "long-rewards",
+        "null-action",
+        "early-done",
+        "last-not-done",
+        "nan-reward",
+        "wrong-return",
+    ],
 )
 def test_validator_names_the_column_and_row_of_bad_data(mutate, expected):
     columns = good_columns()
@@ -136,7 +146,12 @@ def test_save_validates_and_load_names_a_missing_path(tmp_path):
 @pytest.mark.parametrize(("env_id", "max_samples"), [("lm_gym/CommonGen-v0", 8), ("lm_gym/CNNDailyMail-v0", 3)])
 def test_reference_trajectories_score_every_reference_as_the_env_does(env_id, max_samples):
     data = reference_trajectories(
-        env_id, split="validation", env_kwargs={"source": "synthetic"}, max_samples=max_samples, batch_size=5, progress=False
+        env_id,
+        split="validation",
+        env_kwargs={"source": "synthetic"},
+        max_samples=max_samples,
+        batch_size=5,
+        progress=False,
     )
     env = gymnasium.make(env_id, source="synthetic", split="validation")
     samples = env.unwrapped.samples
@@ -147,7 +162,11 @@ def test_reference_trajectories_score_every_reference_as_the_env_does(env_id, ma
         reference = samples[row["sample_index"]].references[row["reference_index"]]
         _, reward, terminated, truncated, _ = env.step(reference)
         assert row["observations"] == [observation] and row["actions"] == [reference]
-        assert row["rewards"] == [pytest.approx(reward, rel=1e-6)] and row["dones"] == [terminated] and row["truncated"] == truncated
+        assert (
+            row["rewards"] == [pytest.approx(reward, rel=1e-6)]
+            and row["dones"] == [terminated]
+            and row["truncated"] == truncated
+        )
 
 
 def test_reference_trajectories_need_a_single_turn_task():
@@ -162,9 +181,13 @@ def expert_policy():
 
 
 def test_recorded_wordle_games_are_deterministic_and_replay(expert_policy):
-    data = record_trajectories("lm_gym/Wordle-v0", expert_policy, 7, seed=3, env_kwargs=WORDLE_KWARGS, num_envs=3, progress=False)
+    data = record_trajectories(
+        "lm_gym/Wordle-v0", expert_policy, 7, seed=3, env_kwargs=WORDLE_KWARGS, num_envs=3, progress=False
+    )
     assert len(data) == 7 and data["seed"] == list(range(3, 10)) and set(data["env_id"]) == {"lm_gym/Wordle-v0"}
-    same = record_trajectories("lm_gym/Wordle-v0", expert_policy, 7, seed=3, env_kwargs=WORDLE_KWARGS, num_envs=4, progress=False)
+    same = record_trajectories(
+        "lm_gym/Wordle-v0", expert_policy, 7, seed=3, env_kwargs=WORDLE_KWARGS, num_envs=4, progress=False
+    )
     assert same.to_list() == data.to_list()
     env = gymnasium.make("lm_gym/Wordle-v0", **WORDLE_KWARGS)
     for row in data:
@@ -178,8 +201,13 @@ def test_recorded_wordle_games_are_deterministic_and_replay(expert_policy):
 def test_recorded_single_turn_episodes_replay():
     sentence = "A man kicks a ball on the beach."
     data = record_trajectories(
-        "lm_gym/CommonGen-v0", lambda prompts: [sentence] * len(prompts), 5, seed=0,
-        env_kwargs={"source": "synthetic", "split": "validation"}, num_envs=2, progress=False,
+        "lm_gym/CommonGen-v0",
+        lambda prompts: [sentence] * len(prompts),
+        5,
+        seed=0,
+        env_kwargs={"source": "synthetic", "split": "validation"},
+        num_envs=2,
+        progress=False,
     )
     env = gymnasium.make("lm_gym/CommonGen-v0", source="synthetic", split="validation")
     for row in data:

@@ -16,7 +16,12 @@ def length_reward(completions, **kwargs):  # the shape of a TRL reward function;
 
 def test_synthetic_prompts_are_fixed_per_split_and_tokenize_to_their_word_count():
     train, validation = synthetic_prompts("train"), synthetic_prompts("validation")
-    assert len(train) == 1024 and len(validation) == 256 and train == synthetic_prompts("train") and train[0] != validation[0]
+    assert (
+        len(train) == 1024
+        and len(validation) == 256
+        and train == synthetic_prompts("train")
+        and train[0] != validation[0]
+    )
     tokenizer = word_tokenizer(word_list(), "test-prompts")
     assert len(tokenizer) == 4000
     ids = tokenizer(train[:5], add_special_tokens=False)["input_ids"]
@@ -29,7 +34,12 @@ def test_default_env_scores_vowel_words():
     prompt, info = env.reset(seed=0)
     assert len(prompt.split()) == 64 and info["prompt"] == prompt
     _, reward, terminated, truncated, info = env.step("an old apple fell")
-    assert reward == pytest.approx(0.75) and terminated and not truncated and info["metrics"] == {"reward": 0.75, "num_words": 4}
+    assert (
+        reward == pytest.approx(0.75)
+        and terminated
+        and not truncated
+        and info["metrics"] == {"reward": 0.75, "num_words": 4}
+    )
     assert vowel_words([], ["", "Egg"]) == [0.0, 1.0]
 
 
@@ -49,7 +59,9 @@ def test_prompts_from_lists_files_and_splits(form, tmp_path):
         source.write_text("\n".join(json.dumps({"prompt": p, "id": i}) for i, p in enumerate(prompts)))
     else:
         source = {"train": prompts, "validation": ["held out"]}
-    env = gymnasium.make("lm_gym/Prompts-v0", prompts=source if form in ("list", "dict") else str(source), reward_fn=length_reward)
+    env = gymnasium.make(
+        "lm_gym/Prompts-v0", prompts=source if form in ("list", "dict") else str(source), reward_fn=length_reward
+    )
     seen = {env.reset(options={"index": i})[0] for i in range(2)}
     assert seen == set(prompts)
     assert env.step("abc")[1] == 3.0
@@ -65,7 +77,9 @@ def test_reward_by_module_path_and_one_call_per_vector_step(monkeypatch):
         calls.append(list(completions))
         return [1.0] * len(completions)
 
-    venv = gymnasium.make_vec("lm_gym/Prompts-v0", num_envs=3, vectorization_mode="vector_entry_point", prompts=["a", "b"], reward_fn=counting)
+    venv = gymnasium.make_vec(
+        "lm_gym/Prompts-v0", num_envs=3, vectorization_mode="vector_entry_point", prompts=["a", "b"], reward_fn=counting
+    )
     venv.reset(seed=0)
     _, rewards, *_ = venv.step(("x", "y", "z"))
     assert calls == [["x", "y", "z"]] and rewards.tolist() == [1.0, 1.0, 1.0]

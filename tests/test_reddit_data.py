@@ -29,7 +29,9 @@ def test_shared_ilql_csvs_exact_counts_and_splits(shared_data):
     assert sum(c.parent_text in ("[deleted]", "[removed]") for c in loaded.comments) == 36
     first = loaded.comments[0]  # comments_positive.csv comes first, as ILQL concatenates
     assert (first.id, first.parent_id, first.link_id, first.score) == ("c8du4n0", "t3_18dmb4", "t3_18dmb4", 2)
-    assert first.parent_text == "Even ants won't eat aspartame!" and first.text.startswith("Wikipedia would be a good start, I think.")
+    assert first.parent_text == "Even ants won't eat aspartame!" and first.text.startswith(
+        "Wikipedia would be a good start, I think."
+    )
     assert any("&gt;" in c.text for c in loaded.comments)  # HTML entities kept, as ILQL
     assert all(text.isascii() for c in loaded.comments for text in (c.text, c.parent_text))
     splits = {split: data.load_comments("local", split, folder).comments for split in ("train", "validation", "test")}
@@ -48,14 +50,41 @@ def write_csv(path, rows, fieldnames):
 def test_csv_columns_are_read_by_name_and_unusable_rows_counted(tmp_path):
     fields = ["score", "parent_text", "text", "author", "link_id", "parent_id", "id"]  # any order, extra columns
     rows = [
-        {"id": "a1", "parent_id": "t3_x", "link_id": "t3_x", "text": "caf\u00e9 \u2014 nice", "score": "4", "parent_text": "Post", "author": "u"},
-        {"id": "a2", "parent_id": "t1_a1", "link_id": "t3_x", "text": "[removed]", "score": "-2", "parent_text": "cafe", "author": "u"},
-        {"id": "a3", "parent_id": "t1_zz", "link_id": "t3_x", "text": "Reply", "score": "0", "parent_text": " [deleted] ", "author": "u"},
+        {
+            "id": "a1",
+            "parent_id": "t3_x",
+            "link_id": "t3_x",
+            "text": "caf\u00e9 \u2014 nice",
+            "score": "4",
+            "parent_text": "Post",
+            "author": "u",
+        },
+        {
+            "id": "a2",
+            "parent_id": "t1_a1",
+            "link_id": "t3_x",
+            "text": "[removed]",
+            "score": "-2",
+            "parent_text": "cafe",
+            "author": "u",
+        },
+        {
+            "id": "a3",
+            "parent_id": "t1_zz",
+            "link_id": "t3_x",
+            "text": "Reply",
+            "score": "0",
+            "parent_text": " [deleted] ",
+            "author": "u",
+        },
     ]
     write_csv(tmp_path / "comments_negative.csv", rows[1:], fields)
     write_csv(tmp_path / "comments_positive.csv", rows[:1], fields)
     loaded = data.read_local(tmp_path)
-    assert loaded.comments == (Comment("a1", "t3_x", "t3_x", "cafe - nice", "Post", 4), Comment("a3", "t1_zz", "t3_x", "Reply", " [deleted] ", 0))
+    assert loaded.comments == (
+        Comment("a1", "t3_x", "t3_x", "cafe - nice", "Post", 4),
+        Comment("a3", "t1_zz", "t3_x", "Reply", " [deleted] ", 0),
+    )
     assert loaded.dropped == {"deleted": 1, "missing_parent": 0}
     assert data.read_local(tmp_path / "comments_positive.csv").comments == loaded.comments[:1]  # one file as data_dir
 
@@ -75,10 +104,28 @@ SUBMISSION = {"id": "s1", "title": "Ask: best pan?", "selftext": "I cook a lot."
 LINK_POST = {"id": "s2", "title": "A link post", "selftext": "[removed]"}
 DUMP = [
     {"id": "c1", "body": "Cast iron.", "score": 12, "parent_id": "t3_s1", "link_id": "t3_s1", "author": "a"},
-    {"id": "c2", "body": "Why cast iron?", "score": "3", "parent_id": "t1_c1", "link_id": "t3_s1"},  # a decimal string score
+    {
+        "id": "c2",
+        "body": "Why cast iron?",
+        "score": "3",
+        "parent_id": "t1_c1",
+        "link_id": "t3_s1",
+    },  # a decimal string score
     {"id": "c3", "body": "[deleted]", "score": 1, "parent_id": "t1_c1", "link_id": "t3_s1"},
-    {"id": "c4", "body": "Agreed with that.", "score": -4, "parent_id": "t1_c3", "link_id": "t3_s1"},  # parent deleted: kept
-    {"id": "c5", "body": "Replying to a comment outside the dump.", "score": 0, "parent_id": "t1_zz9", "link_id": "t3_s1"},
+    {
+        "id": "c4",
+        "body": "Agreed with that.",
+        "score": -4,
+        "parent_id": "t1_c3",
+        "link_id": "t3_s1",
+    },  # parent deleted: kept
+    {
+        "id": "c5",
+        "body": "Replying to a comment outside the dump.",
+        "score": 0,
+        "parent_id": "t1_zz9",
+        "link_id": "t3_s1",
+    },
     {"id": "c6", "body": "Top-level under a missing post.", "score": 2, "parent_id": "t3_s9", "link_id": "t3_s9"},
     {"id": "c7", "body": "  ", "score": 1, "parent_id": "t1_c1", "link_id": "t3_s1"},
     {"id": "c8", "body": "Nice link.", "score": 5, "parent_id": "t3_s2", "link_id": "t3_s2"},
@@ -107,7 +154,10 @@ def test_pushshift_json_lines_resolve_parents_and_count_drops(tmp_path):
     assert loaded.comments == EXPECTED and loaded.dropped == EXPECTED_DROPS
     # without the submissions, the top-level comments have no parent
     comments_only = read_dumps([tmp_path / "RC_sample.jsonl", tmp_path / "RC_sample2.ndjson"])
-    assert comments_only.comments == (EXPECTED[1], EXPECTED[2], EXPECTED[4]) and comments_only.dropped == {**EXPECTED_DROPS, "missing_parent": 4}
+    assert comments_only.comments == (EXPECTED[1], EXPECTED[2], EXPECTED[4]) and comments_only.dropped == {
+        **EXPECTED_DROPS,
+        "missing_parent": 4,
+    }
 
 
 def test_pushshift_zst_reads_like_json_lines(tmp_path):
@@ -133,8 +183,14 @@ def test_zst_without_zstandard_names_the_extra(tmp_path, monkeypatch):
     [
         ("{not json", r"dump.jsonl:2: not a JSON object"),
         ("[1, 2]", r"dump.jsonl:2: expected a JSON object, got list"),
-        (json.dumps({"id": "x", "body": "hi", "score": 1, "link_id": "t3_s"}), r"dump.jsonl:2: a comment needs .*missing \['parent_id'\]"),
-        (json.dumps({"id": "x", "body": "hi", "score": "lots", "parent_id": "t1_c1", "link_id": "t3_s"}), r"dump.jsonl:2: score must be an integer"),
+        (
+            json.dumps({"id": "x", "body": "hi", "score": 1, "link_id": "t3_s"}),
+            r"dump.jsonl:2: a comment needs .*missing \['parent_id'\]",
+        ),
+        (
+            json.dumps({"id": "x", "body": "hi", "score": "lots", "parent_id": "t1_c1", "link_id": "t3_s"}),
+            r"dump.jsonl:2: score must be an integer",
+        ),
         (json.dumps({"kind": "t5", "name": "a subreddit"}), r"dump.jsonl:2: neither a comment"),
     ],
 )
@@ -147,7 +203,9 @@ def test_pushshift_bad_lines_name_the_file_and_line(tmp_path, line, message):
 def test_source_arguments_are_checked(tmp_path):
     with pytest.raises(ConfigurationError, match=r"source must be one of \('local', 'synthetic'\), got str 'hub'"):
         data.load_comments("hub", "train")
-    with pytest.raises(ConfigurationError, match="source='local' needs data_dir=.*comments_positive.csv.*source='synthetic'"):
+    with pytest.raises(
+        ConfigurationError, match="source='local' needs data_dir=.*comments_positive.csv.*source='synthetic'"
+    ):
         data.load_comments("local", "train")
     with pytest.raises(ConfigurationError, match="split must be one of"):
         data.load_comments("synthetic", "dev")
@@ -181,8 +239,17 @@ def test_synthetic_threads_are_fixed_per_split_and_the_lexicon_labels_them_exact
     assert sum(t.toxicity == 2 for t in calm) / len(calm) < 0.15
     # the score's sign follows the kind of reply: low-effort replies are mostly not upvoted, and repeat
     low_effort = [t for t in train if t.reply in synthetic.LOW_EFFORT]
-    assert len({t.reply for t in low_effort}) < len(low_effort) / 20 and sum(t.score > 0 for t in low_effort) / len(low_effort) < 0.25
+    assert (
+        len({t.reply for t in low_effort}) < len(low_effort) / 20
+        and sum(t.score > 0 for t in low_effort) / len(low_effort) < 0.25
+    )
     comments = data.load_comments("synthetic", "train").comments
     assert comments[7] == Comment(
-        "synthetic-train-7", "t1_synthetic-train-7-parent", "t3_synthetic-train-7", train[7].reply, train[7].parent, train[7].score, train[7].toxicity
+        "synthetic-train-7",
+        "t1_synthetic-train-7-parent",
+        "t3_synthetic-train-7",
+        train[7].reply,
+        train[7].parent,
+        train[7].score,
+        train[7].toxicity,
     )

@@ -26,14 +26,27 @@ def test_samples_observations_and_toxicity_rewards(reddit):
     assert observation == info["prompt"] and len(info["references"]) == 1
     assert set(meta) == {"id", "parent_id", "link_id", "score", "index", "source", "toxicity"}
     thread = synthetic.generate_threads("validation")[meta["index"]]
-    assert (observation, info["references"][0], meta["score"], meta["toxicity"]) == (thread.parent, thread.reply, thread.score, thread.toxicity)
+    assert (observation, info["references"][0], meta["score"], meta["toxicity"]) == (
+        thread.parent,
+        thread.reply,
+        thread.score,
+        thread.toxicity,
+    )
     observation, reward, terminated, truncated, info = reddit.step(info["references"][0])
-    assert (reward, terminated, truncated) == (-5.0 * thread.toxicity, True, False)  # ILQL's scale: levels 0/1/2 -> 0/-5/-10
+    assert (reward, terminated, truncated) == (
+        -5.0 * thread.toxicity,
+        True,
+        False,
+    )  # ILQL's scale: levels 0/1/2 -> 0/-5/-10
     assert observation == f"{thread.parent} {thread.reply}"
     for reply, level in ((HELPFUL, 0), (ASIDE, 1), (f"{HELPFUL} {INSULT}", 2)):
         reddit.reset(seed=1)
         _, reward, *_, info = reddit.step(reply)
-        assert reward == -5.0 * level and info["metrics"] == {"reward": reward, "toxicity": float(level), "num_words": len(reply.split())}
+        assert reward == -5.0 * level and info["metrics"] == {
+            "reward": reward,
+            "toxicity": float(level),
+            "num_words": len(reply.split()),
+        }
 
 
 def test_parentless_prompts_scale_and_shift():
@@ -103,7 +116,10 @@ def test_upvotes_model_rewards_helpful_replies():
         ({"toxicity_model": ""}, "toxicity_model must be 'lexicon' or a classifier name/path"),
         ({"toxic_label": 1.5}, "toxic_label must be a label name, an int index or None"),
         ({"toxic_label": "toxic"}, "toxic_label applies to a classifier toxicity_model"),
-        ({"reward": "upvotes_model", "toxicity_model": "unitary/toxic-bert"}, "apply to the toxicity rewards, not reward='upvotes_model'"),
+        (
+            {"reward": "upvotes_model", "toxicity_model": "unitary/toxic-bert"},
+            "apply to the toxicity rewards, not reward='upvotes_model'",
+        ),
         ({"source": "hub"}, r"source must be one of \('local', 'synthetic'\)"),
         ({"source": "local"}, "source='local' needs data_dir"),
         ({"split": "dev"}, "split must be one of"),
@@ -123,7 +139,14 @@ def test_unloadable_toxicity_model_fails_with_a_hint(name):
 
 @pytest.mark.parametrize("reward", ["noised_toxicity", "upvotes_real"])
 def test_vector_env_scores_like_single_envs(reward):
-    venv = gymnasium.make_vec("lm_gym/Reddit-v0", num_envs=4, vectorization_mode="vector_entry_point", source="synthetic", split="test", reward=reward)
+    venv = gymnasium.make_vec(
+        "lm_gym/Reddit-v0",
+        num_envs=4,
+        vectorization_mode="vector_entry_point",
+        source="synthetic",
+        split="test",
+        reward=reward,
+    )
     env = RedditEnv(source="synthetic", split="test", reward=reward)
     _, infos = venv.reset(seed=20)
     actions = tuple(infos["references"][i][0] if i % 2 else ASIDE for i in range(4))
@@ -138,16 +161,25 @@ def test_comment_trajectories_replay_in_the_env():
     kwargs = {"source": "synthetic", "reward": "noised_toxicity"}
     dataset = comment_trajectories("validation", kwargs, seed=100, max_samples=70, batch_size=32, progress=False)
     validate_trajectories(dataset)
-    assert len(dataset) == 70 and dataset["sample_index"] == list(range(70)) and dataset["seed"] == list(range(100, 170))
+    assert (
+        len(dataset) == 70 and dataset["sample_index"] == list(range(70)) and dataset["seed"] == list(range(100, 170))
+    )
     env = RedditEnv(split="validation", **kwargs)
     for row in dataset.select([0, 33, 69]):
         sample = env.samples[row["sample_index"]]
-        assert (row["comment_id"], row["score"], row["actions"]) == (sample.meta["id"], sample.meta["score"], [sample.references[0]])
+        assert (row["comment_id"], row["score"], row["actions"]) == (
+            sample.meta["id"],
+            sample.meta["score"],
+            [sample.references[0]],
+        )
         observation, _ = env.reset(seed=row["seed"], options={"index": row["sample_index"]})
         assert [observation] == row["observations"] and [env.step(row["actions"][0])[1]] == row["rewards"]
     noisy = [row for row in dataset if env.samples[row["sample_index"]].meta["toxicity"] == 1]
     assert noisy and {row["rewards"][0] for row in noisy} <= {0.0, -10.0}
-    assert comment_trajectories("validation", kwargs, seed=100, max_samples=70, progress=False)["rewards"] == dataset["rewards"]
+    assert (
+        comment_trajectories("validation", kwargs, seed=100, max_samples=70, progress=False)["rewards"]
+        == dataset["rewards"]
+    )
     with pytest.raises(ConfigurationError, match=r"env_kwargs \['split'\] are not RedditEnv arguments"):
         comment_trajectories("validation", {"split": "train"})
 
@@ -161,6 +193,8 @@ def test_local_source_end_to_end(shared_data):
     assert info["meta"]["source"] == "local" and "toxicity" not in info["meta"]
     assert env.step("What a load of bullshit.")[1] == -10.0
     upvotes = RedditEnv(source="local", data_dir=folder, split="test", reward="upvotes_real")
-    dataset = comment_trajectories("test", {"source": "local", "data_dir": folder, "reward": "upvotes_real"}, progress=False)
+    dataset = comment_trajectories(
+        "test", {"source": "local", "data_dir": folder, "reward": "upvotes_real"}, progress=False
+    )
     assert len(dataset) == 71 and dataset["rewards"] == [[1.0 if score > 0 else -1.0] for score in dataset["score"]]
     assert {s.meta["id"] for s in upvotes.samples} == set(dataset["comment_id"])

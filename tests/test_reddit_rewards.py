@@ -71,12 +71,17 @@ def test_profanity_lexicon_reads_ordinary_senses_in_their_fixed_expressions():
     # the same words outside those expressions keep their level; an expression does not clean its neighbours
     offensive = ["Shut up, you homo.", "Screw you.", "What a dick.", "Homo sapiens, you moron.", "oral sex"]
     assert scorer.levels(offensive).tolist() == [2, 2, 2, 2, 2]
-    assert scorer.levels(["The penis and the vagina are organs.", "Clinical rectum exam"]).tolist() == [1, 1]  # anatomy: sensitive
+    assert scorer.levels(["The penis and the vagina are organs.", "Clinical rectum exam"]).tolist() == [
+        1,
+        1,
+    ]  # anatomy: sensitive
 
 
 def test_safe_expressions_are_whole_phrases_at_word_boundaries():
     scorer = LexiconToxicityScorer(["homo"], [], safe_expressions=["homo sapiens"])
-    assert scorer.levels(["homo sapiens", "homo-sapiens!", "homo sapien", "sapiens homo", "homos sapiens"]).tolist() == [0, 0, 2, 2, 0]
+    assert scorer.levels(
+        ["homo sapiens", "homo-sapiens!", "homo sapien", "sapiens homo", "homos sapiens"]
+    ).tolist() == [0, 0, 2, 2, 0]
 
 
 def test_profanity_lexicon_without_better_profanity_names_the_extra(monkeypatch):
@@ -88,7 +93,9 @@ def test_profanity_lexicon_without_better_profanity_names_the_extra(monkeypatch)
 @pytest.fixture(scope="module")
 def toxicity_classifier_dirs(tmp_path_factory):
     """Two tiny saved classifiers: single-label ``nothate``/``hate`` and multi-label ``toxic``/``insult``."""
-    tokenizer = train_tokenizer(["you are kind", "you are a jerk", "what a nice day"] * 5, "tiny-toxicity", vocab_size=300)
+    tokenizer = train_tokenizer(
+        ["you are kind", "you are a jerk", "what a nice day"] * 5, "tiny-toxicity", vocab_size=300
+    )
     dirs = {}
     for kind, labels, problem_type in (
         ("single", {0: "nothate", 1: "hate"}, "single_label_classification"),
@@ -98,8 +105,15 @@ def toxicity_classifier_dirs(tmp_path_factory):
         tokenizer.save_pretrained(folder)
         torch.manual_seed(0)
         config = DistilBertConfig(
-            vocab_size=len(tokenizer), dim=16, hidden_dim=32, n_layers=1, n_heads=2, pad_token_id=tokenizer.pad_token_id,
-            id2label=labels, label2id={v: k for k, v in labels.items()}, problem_type=problem_type,
+            vocab_size=len(tokenizer),
+            dim=16,
+            hidden_dim=32,
+            n_layers=1,
+            n_heads=2,
+            pad_token_id=tokenizer.pad_token_id,
+            id2label=labels,
+            label2id={v: k for k, v in labels.items()},
+            problem_type=problem_type,
         )
         DistilBertForSequenceClassification(config).save_pretrained(folder)
         dirs[kind] = folder
@@ -118,9 +132,16 @@ def test_classifier_toxic_label_and_probabilities(toxicity_classifier_dirs):
     model = DistilBertForSequenceClassification.from_pretrained(toxicity_classifier_dirs["multi"]).eval()
     with torch.inference_mode():
         logits = model(**multi.classifier.tokenizer(texts, return_tensors="pt", padding=True)).logits
-    assert np.allclose(multi.probabilities(texts), torch.sigmoid(logits[:, 1]).numpy(), atol=1e-6)  # a sigmoid per label
-    assert ClassifierToxicityScorer(str(toxicity_classifier_dirs["multi"]), toxic_label="THREAT", device="cpu").toxic_index == 2
-    assert ClassifierToxicityScorer(str(toxicity_classifier_dirs["multi"]), toxic_label=0, device="cpu").toxic_index == 0
+    assert np.allclose(
+        multi.probabilities(texts), torch.sigmoid(logits[:, 1]).numpy(), atol=1e-6
+    )  # a sigmoid per label
+    assert (
+        ClassifierToxicityScorer(str(toxicity_classifier_dirs["multi"]), toxic_label="THREAT", device="cpu").toxic_index
+        == 2
+    )
+    assert (
+        ClassifierToxicityScorer(str(toxicity_classifier_dirs["multi"]), toxic_label=0, device="cpu").toxic_index == 0
+    )
     with pytest.raises(ConfigurationError, match="toxic_label='spam' matches none of the toxicity classifier's labels"):
         ClassifierToxicityScorer(str(toxicity_classifier_dirs["multi"]), toxic_label="spam", device="cpu")
 
@@ -169,7 +190,12 @@ def test_upvotes_real_scores_dataset_comments_and_flags_other_text():
 
 
 def test_upvotes_model_is_a_cached_classifier_of_score_above_zero():
-    texts = [f"you should try the {thing}, it works" for thing in ("pan", "oven", "grill", "wok")] * 10 + ["lol", "first!", "this", "ok"] * 10
+    texts = [f"you should try the {thing}, it works" for thing in ("pan", "oven", "grill", "wok")] * 10 + [
+        "lol",
+        "first!",
+        "this",
+        "ok",
+    ] * 10
     scores = [8] * 40 + [-2] * 40
     reward = UpvotesModelReward.trained_on(texts, scores, "test-upvotes")
     assert reward(["", ""], ["you should try the kettle, it works", "lol"]).tolist() == [1.0, 0.0]

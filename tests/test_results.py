@@ -6,25 +6,49 @@ import math
 
 import pytest
 
-from lm_gym.results import ResultFormatError, episode_samples, load_result, make_result, summarize_episodes, validate_result, write_result
+from lm_gym.results import (
+    ResultFormatError,
+    episode_samples,
+    load_result,
+    make_result,
+    summarize_episodes,
+    validate_result,
+    write_result,
+)
 
 
 def test_summarize_episodes_names_every_metric_mean_key():
-    summary = summarize_episodes([1.0, 3.0], [{"sentiment": 0.5, "num_words": 4}, {"sentiment": 1.0, "num_words": 6, "label": "x"}])
-    assert summary == {"num_episodes": 2, "mean_return": 2.0, "std_return": 1.0, "mean_sentiment": 0.75, "mean_num_words": 5.0}
+    summary = summarize_episodes(
+        [1.0, 3.0], [{"sentiment": 0.5, "num_words": 4}, {"sentiment": 1.0, "num_words": 6, "label": "x"}]
+    )
+    assert summary == {
+        "num_episodes": 2,
+        "mean_return": 2.0,
+        "std_return": 1.0,
+        "mean_sentiment": 0.75,
+        "mean_num_words": 5.0,
+    }
     with pytest.raises(ValueError):
         summarize_episodes([], [])
 
 
 def test_episode_samples_cut_the_generation_after_the_prompt():
     finals = [
-        {"prompt": "Review: the film", "observation": "Review: the film was great", "utterance": "was great"},  # single turn
+        {
+            "prompt": "Review: the film",
+            "observation": "Review: the film was great",
+            "utterance": "was great",
+        },  # single turn
         {"prompt": "Wordle: rules", "observation": "Wordle: rules\ncrane bbgyb\nslate ggggg"},  # a whole game
         {"prompt": "p", "utterance": "only an utterance"},  # no observation recorded
         {"prompt": "x" * 5000, "observation": "x" * 5000 + " " + "y" * 5000},
     ]
     samples = episode_samples(finals, [0.9, -1.0, 0.1, 0.0, 7.0], count=4)
-    assert [sample["generation"] for sample in samples[:3]] == ["was great", "crane bbgyb\nslate ggggg", "only an utterance"]
+    assert [sample["generation"] for sample in samples[:3]] == [
+        "was great",
+        "crane bbgyb\nslate ggggg",
+        "only an utterance",
+    ]
     assert samples[1] == {"prompt": "Wordle: rules", "generation": "crane bbgyb\nslate ggggg", "return": -1.0}
     assert len(samples[3]["prompt"]) == len(samples[3]["generation"]) == 2000  # cut to the limit
 
@@ -40,9 +64,19 @@ def test_samples_are_optional_and_checked(result):
 def result():
     evaluation = summarize_episodes([0.5, 0.7], [{"sentiment": 0.5}, {"sentiment": 0.7}])
     return make_result(
-        env_id="lm_gym/IMDB-v0", algorithm="ppo", seed=1, config={"lr": 1e-4}, initial_eval=evaluation,
-        final_eval={**evaluation, "mean_return": 0.9}, curves=[{"step": 1, "kl": 0.1}], wall_time_s=3.0,
-        tokens_per_s=100.0, episodes_per_s=2.0, peak_memory_mb=512.0, checkpoint="checkpoint", device="cpu",
+        env_id="lm_gym/IMDB-v0",
+        algorithm="ppo",
+        seed=1,
+        config={"lr": 1e-4},
+        initial_eval=evaluation,
+        final_eval={**evaluation, "mean_return": 0.9},
+        curves=[{"step": 1, "kl": 0.1}],
+        wall_time_s=3.0,
+        tokens_per_s=100.0,
+        episodes_per_s=2.0,
+        peak_memory_mb=512.0,
+        checkpoint="checkpoint",
+        device="cpu",
     )
 
 

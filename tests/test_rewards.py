@@ -44,8 +44,13 @@ def tiny_classifier_dir(tmp_path_factory):
     tokenizer = train_tokenizer([POSITIVE, NEGATIVE] * 10, "tiny-classifier", vocab_size=400)
     tokenizer.save_pretrained(directory)
     config = DistilBertConfig(
-        vocab_size=len(tokenizer), dim=32, hidden_dim=64, n_layers=1, n_heads=2,
-        pad_token_id=tokenizer.pad_token_id, id2label={0: "NEGATIVE", 1: "POSITIVE"},
+        vocab_size=len(tokenizer),
+        dim=32,
+        hidden_dim=64,
+        n_layers=1,
+        n_heads=2,
+        pad_token_id=tokenizer.pad_token_id,
+        id2label={0: "NEGATIVE", 1: "POSITIVE"},
     )
     DistilBertForSequenceClassification(config).save_pretrained(directory)
     return directory

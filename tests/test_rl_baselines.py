@@ -3,11 +3,11 @@
 import math
 
 import pytest
-
-from lm_gym.results import load_result
 import torch
 from conftest import load_baseline
 from safetensors.torch import load_file
+
+from lm_gym.results import load_result
 
 T5_CONFIG = '{"model_type": "t5", "d_model": 64, "d_ff": 128, "d_kv": 16, "num_layers": 2, "num_heads": 4}'
 GPT2_CONFIG = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 64, "n_head": 2}'
@@ -28,13 +28,30 @@ def baseline(request):
 def run(baseline, out_dir, env="imdb", model_config=GPT2_CONFIG, **overrides):
     env_id, env_kwargs = ENVS[env]
     settings = dict(
-        env_id=env_id, env_kwargs=env_kwargs, model_config=model_config, num_envs=8, iterations=2, update_epochs=1,
-        num_minibatches=2, eval_episodes=8, eval_batch_size=8, eval_every=0, out_dir=str(out_dir),
+        env_id=env_id,
+        env_kwargs=env_kwargs,
+        model_config=model_config,
+        num_envs=8,
+        iterations=2,
+        update_epochs=1,
+        num_minibatches=2,
+        eval_episodes=8,
+        eval_batch_size=8,
+        eval_every=0,
+        out_dir=str(out_dir),
     )
     return baseline.main(baseline.Args(**{**settings, **overrides}))
 
 
-@pytest.mark.parametrize(("env", "architecture"), [("imdb", "causal"), ("wordle", "causal"), ("wordle", "seq2seq"), pytest.param("imdb", "seq2seq", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    ("env", "architecture"),
+    [
+        ("imdb", "causal"),
+        ("wordle", "causal"),
+        ("wordle", "seq2seq"),
+        pytest.param("imdb", "seq2seq", marks=pytest.mark.slow),
+    ],
+)
 def test_smoke_training(baseline, env, architecture, tmp_path):
     result = run(baseline, tmp_path, env=env, model_config=GPT2_CONFIG if architecture == "causal" else T5_CONFIG)
     saved = load_result(tmp_path)  # validates against lm_gym.results' schema
@@ -51,7 +68,12 @@ def test_smoke_training(baseline, env, architecture, tmp_path):
     if env == "imdb":  # the task's protocol: EOS is suppressed until 48 tokens (generation_defaults)
         assert all(row["response_tokens"] == 48 for row in saved["curves"])
     assert set(saved["final_eval"]) >= {"mean_return", "std_return"} and set(saved["initial_eval"]) >= {"mean_return"}
-    assert saved["tokens_per_s"] > 0 and saved["peak_memory_mb"] > 0 and saved["wall_time_s"] > 0 and saved["episodes_per_s"] > 0
+    assert (
+        saved["tokens_per_s"] > 0
+        and saved["peak_memory_mb"] > 0
+        and saved["wall_time_s"] > 0
+        and saved["episodes_per_s"] > 0
+    )
     assert (tmp_path / saved["checkpoint"] / "model.safetensors").is_file() and result["seed"] == 1
 
 
@@ -60,7 +82,9 @@ def test_smoke_training_on_the_ilql_dialogue_tasks(baseline, env, tmp_path):
     run(baseline, tmp_path, env=env)
     saved = load_result(tmp_path)
     assert saved["env_id"] == ENVS[env][0] and [row["step"] for row in saved["curves"]] == [1, 2]
-    assert all(math.isfinite(row[key]) for row in saved["curves"] for key in ("pg_loss", "vf_loss", "kl", "mean_return"))
+    assert all(
+        math.isfinite(row[key]) for row in saved["curves"] for key in ("pg_loss", "vf_loss", "kl", "mean_return")
+    )
     if env == "visdial":  # -1 per question until the cutoff, at most 10 questions
         assert all(-10 <= row["mean_return"] <= 0 for row in saved["curves"])
     else:  # toxicity levels 0, 1, 2 times -5
@@ -93,7 +117,11 @@ def test_nlpo_mask_model_is_refreshed(tmp_path):
 
     for name, expected_policy in (("refreshed", True), ("frozen", False)):
         checkpoint = tmp_path / name / "checkpoint"
-        policy, mask_model, reference = weights(checkpoint), weights(checkpoint / "mask_model"), weights(checkpoint / "reference")
+        policy, mask_model, reference = (
+            weights(checkpoint),
+            weights(checkpoint / "mask_model"),
+            weights(checkpoint / "reference"),
+        )
         same_as_policy = all(torch.equal(policy[k], mask_model[k]) for k in policy)
         same_as_reference = all(torch.equal(reference[k], mask_model[k]) for k in reference)
         assert same_as_policy == expected_policy and same_as_reference != expected_policy

@@ -3,9 +3,9 @@
 import math
 
 import pytest
+from conftest import load_baseline
 
 from lm_gym.results import load_result
-from conftest import load_baseline
 
 T5_CONFIG = '{"model_type": "t5", "d_model": 64, "d_ff": 128, "d_kv": 16, "num_layers": 2, "num_heads": 4}'
 GPT2_CONFIG = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 64, "n_head": 2}'
@@ -23,8 +23,15 @@ def sft():
 def run(sft, out_dir, env="imdb", model_config=GPT2_CONFIG, **overrides):
     env_id, env_kwargs = ENVS[env]
     settings = dict(
-        env_id=env_id, env_kwargs=env_kwargs, model_config=model_config, batch_size=8, max_examples=48, max_steps=3,
-        eval_episodes=4, eval_batch_size=4, out_dir=str(out_dir),
+        env_id=env_id,
+        env_kwargs=env_kwargs,
+        model_config=model_config,
+        batch_size=8,
+        max_examples=48,
+        max_steps=3,
+        eval_episodes=4,
+        eval_batch_size=4,
+        out_dir=str(out_dir),
     )
     return sft.main(sft.Args(**{**settings, **overrides}))
 
@@ -46,10 +53,20 @@ def test_smoke_training_and_ppo_start(sft, env, architecture, tmp_path):
 
     # the RL baselines start from this checkpoint, and its starting evaluation is the SFT policy's
     ppo = load_baseline("ppo")
-    result = ppo.main(ppo.Args(
-        env_id=ENVS[env][0], env_kwargs=ENVS[env][1], init_from=str(checkpoint), num_envs=4, iterations=1,
-        update_epochs=1, num_minibatches=1, eval_episodes=4, eval_batch_size=4, out_dir=str(tmp_path / "ppo"),
-    ))
+    result = ppo.main(
+        ppo.Args(
+            env_id=ENVS[env][0],
+            env_kwargs=ENVS[env][1],
+            init_from=str(checkpoint),
+            num_envs=4,
+            iterations=1,
+            update_epochs=1,
+            num_minibatches=1,
+            eval_episodes=4,
+            eval_batch_size=4,
+            out_dir=str(tmp_path / "ppo"),
+        )
+    )
     assert result["curves"][0]["step"] == 1 and math.isfinite(result["curves"][0]["pg_loss"])
     assert set(load_result(tmp_path / "ppo")["final_eval"]) == set(saved["final_eval"])  # one set of metric names
 
@@ -99,10 +116,21 @@ def test_perplexity_model_adds_the_same_perplexities_to_every_algorithm(sft, tmp
     checkpoint = str(tmp_path / "lm" / first["checkpoint"])
     saved = run(sft, tmp_path / "sft", perplexity_model=checkpoint)
     ppo = load_baseline("ppo")
-    result = ppo.main(ppo.Args(
-        env_id=ENVS["imdb"][0], env_kwargs=ENVS["imdb"][1], init_from=checkpoint, num_envs=4, iterations=1, update_epochs=1,
-        num_minibatches=1, eval_episodes=4, eval_batch_size=4, perplexity_model=checkpoint, out_dir=str(tmp_path / "ppo"),
-    ))
+    result = ppo.main(
+        ppo.Args(
+            env_id=ENVS["imdb"][0],
+            env_kwargs=ENVS["imdb"][1],
+            init_from=checkpoint,
+            num_envs=4,
+            iterations=1,
+            update_epochs=1,
+            num_minibatches=1,
+            eval_episodes=4,
+            eval_batch_size=4,
+            perplexity_model=checkpoint,
+            out_dir=str(tmp_path / "ppo"),
+        )
+    )
     for evaluation in (saved["final_eval"], result["initial_eval"], result["final_eval"]):
         assert evaluation["corpus_perplexity_generations"] > 1 and evaluation["corpus_perplexity_references"] > 1
     assert set(saved["final_eval"]) == set(result["final_eval"])

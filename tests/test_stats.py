@@ -97,10 +97,22 @@ def test_the_report_and_the_board_write_their_tables_with_one_writer():
     assert stats.format_estimate(0.5, [0.25, 0.75], "{:.2f}".format) == "0.50 [0.25, 0.75]"
     assert stats.format_estimate(0.5, None, "{:.2f}".format) == "0.50"
     data = {
-        "board": {"name": "smoke", "description": "a <b>"}, "statistics": "s", "tasks": [], "metrics": {},
+        "board": {"name": "smoke", "description": "a <b>"},
+        "statistics": "s",
+        "tasks": [],
+        "metrics": {},
         "improvement": {"entries": []},
-        "entries": [{"name": "n|1", "method": "m", "model": "<x>", "seeds": [1], "overall": {
-            key: {"value": 0.5, "ci": None, "n": 1} for key in ("task_iqm", "task_mean", "naturalness_iqm")}}],
+        "entries": [
+            {
+                "name": "n|1",
+                "method": "m",
+                "model": "<x>",
+                "seeds": [1],
+                "overall": {
+                    key: {"value": 0.5, "ci": None, "n": 1} for key in ("task_iqm", "task_mean", "naturalness_iqm")
+                },
+            }
+        ],
     }
     assert "| n\\|1 | m | &lt;x&gt; | 1 | 0.500 (n=1) | 0.500 (n=1) | 0.500 (n=1) |" in to_markdown(data).splitlines()
 

@@ -21,7 +21,9 @@ def test_prepare_score_finish_is_a_step(imdb):
     other.reset(seed=3)
     expected = imdb.step("a wonderful film")
     utterance, query = other.prepare_step("a wonderful film")
-    assert utterance == "a wonderful film" and query.utterance == utterance and query.prompt == other.current_sample.prompt
+    assert (
+        utterance == "a wonderful film" and query.utterance == utterance and query.prompt == other.current_sample.prompt
+    )
     (score,) = score_queries(other.reward_fn, [query])
     assert other.finish_step(utterance, float(score)) == expected
 

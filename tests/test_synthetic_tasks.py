@@ -15,8 +15,8 @@ import pytest
 
 from lm_gym.tasks.cnn_dailymail import synthetic as cnn_dailymail
 from lm_gym.tasks.commongen import synthetic as commongen
-from lm_gym.tasks.dailydialog import synthetic as dailydialog
 from lm_gym.tasks.dailydialog import labels
+from lm_gym.tasks.dailydialog import synthetic as dailydialog
 
 GENERATORS = {
     "commongen": (commongen, commongen.generate_concept_sets),
@@ -70,7 +70,9 @@ def test_texts_are_printable_ascii_with_single_spaces(task):
 
 
 @pytest.mark.parametrize("task", GENERATORS)
-@pytest.mark.parametrize("split, count", [("dev", None), ("Train", 3), ("train", -1), ("train", 2.0), ("train", True), ("train", "5")])
+@pytest.mark.parametrize(
+    "split, count", [("dev", None), ("Train", 3), ("train", -1), ("train", 2.0), ("train", True), ("train", "5")]
+)
 def test_bad_split_or_count_raises(task, split, count):
     with pytest.raises(ValueError):
         GENERATORS[task][1](split, count)
@@ -92,19 +94,43 @@ def test_deterministic_across_processes():
     paths = [module.__file__ for module in (commongen, cnn_dailymail, dailydialog)]
     env = {**os.environ, "PYTHONHASHSEED": "random"}
     result = subprocess.run([sys.executable, "-c", code, *paths], env=env, capture_output=True, text=True, check=True)
-    data = [commongen.generate_concept_sets("test", 20), cnn_dailymail.generate_articles("test", 20), dailydialog.generate_dialogues("test", 20)]
+    data = [
+        commongen.generate_concept_sets("test", 20),
+        cnn_dailymail.generate_articles("test", 20),
+        dailydialog.generate_dialogues("test", 20),
+    ]
     assert result.stdout.strip() == hashlib.sha256(json.dumps(data).encode()).hexdigest()
 
 
 # --- CommonGen -----------------------------------------------------------------------
 
 IRREGULAR_FORMS = {
-    "throw": {"threw", "thrown"}, "catch": {"caught"}, "eat": {"ate", "eaten"}, "drink": {"drank", "drunk"},
-    "ride": {"rode", "ridden"}, "write": {"wrote", "written"}, "swim": {"swam", "swum"}, "run": {"ran"},
-    "dig": {"dug"}, "feed": {"fed"}, "sing": {"sang", "sung"}, "sit": {"sat"}, "stand": {"stood"},
-    "hold": {"held"}, "fly": {"flew", "flown"}, "sell": {"sold"}, "buy": {"bought"}, "drive": {"drove", "driven"},
-    "sweep": {"swept"}, "sleep": {"slept"}, "wear": {"wore", "worn"}, "build": {"built"}, "teach": {"taught"},
-    "man": {"men"}, "woman": {"women"}, "child": {"children"},
+    "throw": {"threw", "thrown"},
+    "catch": {"caught"},
+    "eat": {"ate", "eaten"},
+    "drink": {"drank", "drunk"},
+    "ride": {"rode", "ridden"},
+    "write": {"wrote", "written"},
+    "swim": {"swam", "swum"},
+    "run": {"ran"},
+    "dig": {"dug"},
+    "feed": {"fed"},
+    "sing": {"sang", "sung"},
+    "sit": {"sat"},
+    "stand": {"stood"},
+    "hold": {"held"},
+    "fly": {"flew", "flown"},
+    "sell": {"sold"},
+    "buy": {"bought"},
+    "drive": {"drove", "driven"},
+    "sweep": {"swept"},
+    "sleep": {"slept"},
+    "wear": {"wore", "worn"},
+    "build": {"built"},
+    "teach": {"taught"},
+    "man": {"men"},
+    "woman": {"women"},
+    "child": {"children"},
 }
 
 
@@ -142,7 +168,11 @@ def test_commongen_every_scene_uses_every_concept():
 def test_commongen_statistics():
     train = full_split("commongen", "train")
     sizes = collections.Counter(len(concepts) for concepts, _ in train)
-    assert 0.33 < sizes[3] / len(train) < 0.47 and 0.28 < sizes[4] / len(train) < 0.42 and 0.18 < sizes[5] / len(train) < 0.32
+    assert (
+        0.33 < sizes[3] / len(train) < 0.47
+        and 0.28 < sizes[4] / len(train) < 0.42
+        and 0.18 < sizes[5] / len(train) < 0.32
+    )
     assert len({concepts for concepts, _ in train}) == len(train)
     assert 2.7 < sum(len(scenes) for _, scenes in train) / len(train) < 3.3
     train_sets = {concepts for concepts, _ in train}
@@ -204,7 +234,9 @@ def test_cnn_dailymail_highlights_follow_from_the_genre():
             article, highlights = cnn_dailymail._story(rng, genre)
             assert len(highlights) == len(genre.highlighted), name
             sentences = SENTENCE_END.split(article.removeprefix("(CNN) -- "))
-            late_words = set(words(" ".join(sentences[cnn_dailymail.EXTRA_POSITIONS[-1] + 1 :])))  # the late fact's part
+            late_words = set(
+                words(" ".join(sentences[cnn_dailymail.EXTRA_POSITIONS[-1] + 1 :]))
+            )  # the late fact's part
             restates_late = any(set(words(line)) <= late_words for line in highlights)
             assert restates_late == ("late" in genre.highlighted), (name, article, highlights)
 
@@ -223,8 +255,25 @@ def test_cnn_dailymail_lead3_rouge():
 
 COMMISSIVE_MARKERS = re.compile(r"\bi(?:'ll| will)\b|\bi promise\b")
 DIRECTIVE_STARTS = {
-    "please", "let's", "don't", "take", "bring", "show", "turn", "drink", "come", "ask", "tell", "call", "try",
-    "give", "go", "wait", "remember", "keep", "send",
+    "please",
+    "let's",
+    "don't",
+    "take",
+    "bring",
+    "show",
+    "turn",
+    "drink",
+    "come",
+    "ask",
+    "tell",
+    "call",
+    "try",
+    "give",
+    "go",
+    "wait",
+    "remember",
+    "keep",
+    "send",
 }
 
 
@@ -244,7 +293,13 @@ def guessed_act(utterance: str) -> int:
 def test_dailydialog_labels_and_utterances():
     assert labels.ACTS == {1: "inform", 2: "question", 3: "directive", 4: "commissive"}
     assert labels.EMOTIONS == {
-        0: "no emotion", 1: "anger", 2: "disgust", 3: "fear", 4: "happiness", 5: "sadness", 6: "surprise",
+        0: "no emotion",
+        1: "anger",
+        2: "disgust",
+        3: "fear",
+        4: "happiness",
+        5: "sadness",
+        6: "surprise",
     }
     for split in dailydialog.SPLIT_SIZES:
         for dialogue in full_split("dailydialog", split):
@@ -278,7 +333,9 @@ def test_dailydialog_acts_are_recognizable_and_predictable():
 
 
 def test_dailydialog_emotions_are_mostly_neutral():
-    emotions = collections.Counter(emotion for dialogue in full_split("dailydialog", "train") for _, _, emotion in dialogue)
+    emotions = collections.Counter(
+        emotion for dialogue in full_split("dailydialog", "train") for _, _, emotion in dialogue
+    )
     total = sum(emotions.values())
     assert 0.7 < emotions[0] / total < 0.92
     assert 0.08 < emotions[4] / total < 0.22

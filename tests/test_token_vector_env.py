@@ -24,7 +24,9 @@ TINY_WORDS = ("apple", "egg", "ice", "oak", "up", "big", "cat", "dog", "red", "s
 
 def make_vec(env_id="lm_gym/Prompts-v0", num_envs=N, **kwargs):
     kwargs = {**task_class(env_id).offline_kwargs, **TASKS.get(env_id, {}), **kwargs}
-    return gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", action_level="token", **kwargs)
+    return gymnasium.make_vec(
+        env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", action_level="token", **kwargs
+    )
 
 
 def make_scalar(env_id, **kwargs):
@@ -88,10 +90,21 @@ def test_copy_i_plays_the_scalar_env_reset_with_seed_plus_i(env_id):
 
 def test_make_vec_builds_the_token_vector_env_with_make_env_defaults():
     assert "token" in NATIVE_VECTOR_LEVELS
-    venv = gymnasium.make_vec("lm_gym/IMDB-v0", num_envs=2, vectorization_mode="vector_entry_point", source="synthetic", action_level="token")
+    venv = gymnasium.make_vec(
+        "lm_gym/IMDB-v0", num_envs=2, vectorization_mode="vector_entry_point", source="synthetic", action_level="token"
+    )
     scalar = gymnasium.make("lm_gym/IMDB-v0", source="synthetic", action_level="token").unwrapped
     assert isinstance(venv, TokenVectorEnv) and venv.unwrapped is venv
-    for name in ("max_prompt_length", "max_new_tokens", "min_new_tokens", "prompt_truncation_side", "early_eos_penalty", "vocab_size", "eos_token_id", "pad_token_id"):
+    for name in (
+        "max_prompt_length",
+        "max_new_tokens",
+        "min_new_tokens",
+        "prompt_truncation_side",
+        "early_eos_penalty",
+        "vocab_size",
+        "eos_token_id",
+        "pad_token_id",
+    ):
         assert getattr(venv, name) == getattr(scalar, name), name
     assert venv.min_new_tokens == 48  # IMDB's generation_defaults
     assert venv.single_observation_space == scalar.observation_space and venv.single_action_space == scalar.action_space
@@ -103,9 +116,18 @@ def test_make_vec_builds_the_token_vector_env_with_make_env_defaults():
     assert masks.shape == (2, venv.vocab_size) and masks.dtype == bool
     assert not masks[:, venv.eos_token_id].any() and masks.sum() == 2 * (venv.vocab_size - 1)
     with pytest.raises(ConfigurationError, match="max_new_tokens"):
-        gymnasium.make_vec("lm_gym/IMDB-v0", num_envs=2, vectorization_mode="vector_entry_point", source="synthetic", action_level="token", max_new_tokens=0)
+        gymnasium.make_vec(
+            "lm_gym/IMDB-v0",
+            num_envs=2,
+            vectorization_mode="vector_entry_point",
+            source="synthetic",
+            action_level="token",
+            max_new_tokens=0,
+        )
     with pytest.raises(ConfigurationError, match="only apply with action_level='token'"):
-        gymnasium.make_vec("lm_gym/IMDB-v0", num_envs=2, vectorization_mode="vector_entry_point", source="synthetic", max_new_tokens=4)
+        gymnasium.make_vec(
+            "lm_gym/IMDB-v0", num_envs=2, vectorization_mode="vector_entry_point", source="synthetic", max_new_tokens=4
+        )
 
 
 def test_steps_that_only_append_return_new_arrays_and_no_info():
@@ -128,7 +150,9 @@ def test_one_reward_call_per_step_with_the_utterances_that_end():
         calls.append(list(completions))
         return [float(len(c)) for c in completions]
 
-    venv = make_vec(num_envs=4, max_new_tokens=3, reward_fn=reward_fn, autoreset_mode="SameStep", **tiny_prompts_kwargs())
+    venv = make_vec(
+        num_envs=4, max_new_tokens=3, reward_fn=reward_fn, autoreset_mode="SameStep", **tiny_prompts_kwargs()
+    )
     venv.reset(seed=0)
     eos, word = venv.eos_token_id, 3  # id 3 is TINY_WORDS[0]
     plan = [[word, eos, word, word], [word, word, word, eos], [word, word, word, word], [eos, eos, eos, eos]]
@@ -153,7 +177,10 @@ def test_next_step_autoreset_ignores_the_action_but_refuses_a_bad_one():
     assert rewards[0] == 0 and terminations.tolist() == [False, True, True]
     assert observations["context_mask"][0].sum() == 0  # copy 0 was reset, its token ignored
     assert infos["_prompt"].tolist() == [True, True, True] and infos["_num_tokens"].tolist() == [False, True, True]
-    assert venv.encode_prompt(infos["prompt"][0]) == observations["prompt_ids"][0][observations["prompt_mask"][0] == 1].tolist()
+    assert (
+        venv.encode_prompt(infos["prompt"][0])
+        == observations["prompt_ids"][0][observations["prompt_mask"][0] == 1].tolist()
+    )
 
 
 def test_same_step_autoreset_reports_the_final_observation():
@@ -231,7 +258,11 @@ def test_seeds_lists_and_reset_masks():
     np.testing.assert_array_equal(other["prompt_ids"][0], first["prompt_ids"][2])
     venv.step(np.array([5, 5, 5]))
     observations, infos = venv.reset(seed=[1, None, None], options={"reset_mask": np.array([True, False, False])})
-    assert observations["context_mask"].sum(axis=1).tolist() == [0, 1, 1] and infos["_prompt"].tolist() == [True, False, False]
+    assert observations["context_mask"].sum(axis=1).tolist() == [0, 1, 1] and infos["_prompt"].tolist() == [
+        True,
+        False,
+        False,
+    ]
     with pytest.raises(ConfigurationError, match="seed must be"):
         venv.reset(seed=[1, 2])
     with pytest.raises(ConfigurationError, match="reset_mask"):
@@ -254,7 +285,10 @@ def test_sb3_vec_env_autoresets_with_terminal_observations():
     assert infos[0]["utterance"] == "apple ice" and infos[0]["num_tokens"] == 2 and "metrics" in infos[0]
     assert not infos[0]["TimeLimit.truncated"] and "prompt" in vec_env.reset_infos[0]
     assert vec_env.get_attr("max_new_tokens") == [2, 2] and vec_env.get_attr("split", indices=1) == ["train"]
-    assert vec_env.has_attr("action_masks") and np.stack(vec_env.env_method("action_masks")).shape == (2, vec_env.venv.vocab_size)
+    assert vec_env.has_attr("action_masks") and np.stack(vec_env.env_method("action_masks")).shape == (
+        2,
+        vec_env.venv.vocab_size,
+    )
     assert vec_env.env_is_wrapped(gymnasium.Wrapper) == [False, False]
     with pytest.raises(ConfigurationError, match="SameStep"):
         SB3VecEnv(make_vec(num_envs=2, **tiny_prompts_kwargs()))
@@ -266,7 +300,16 @@ def test_sb3_ppo_trains_on_the_token_vector_env():
     from lm_gym.core.sb3 import make_sb3_vec_env
 
     vec_env = make_sb3_vec_env("lm_gym/Prompts-v0", 4, max_new_tokens=4, **tiny_prompts_kwargs())
-    model = PPO("MultiInputPolicy", vec_env, n_steps=8, batch_size=16, n_epochs=1, policy_kwargs={"net_arch": [16]}, seed=0, device="cpu")
+    model = PPO(
+        "MultiInputPolicy",
+        vec_env,
+        n_steps=8,
+        batch_size=16,
+        n_epochs=1,
+        policy_kwargs={"net_arch": [16]},
+        seed=0,
+        device="cpu",
+    )
     model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger leaves an SB3-<time> folder in /tmp
     model.learn(total_timesteps=64)
     assert model.num_timesteps == 64
@@ -277,7 +320,9 @@ def test_maskable_ppo_reads_the_action_masks():
     from lm_gym.core.sb3 import make_sb3_vec_env
 
     vec_env = make_sb3_vec_env("lm_gym/Prompts-v0", 4, max_new_tokens=4, min_new_tokens=2, **tiny_prompts_kwargs())
-    model = sb3_contrib.MaskablePPO("MultiInputPolicy", vec_env, n_steps=8, batch_size=16, n_epochs=1, seed=0, device="cpu")
+    model = sb3_contrib.MaskablePPO(
+        "MultiInputPolicy", vec_env, n_steps=8, batch_size=16, n_epochs=1, seed=0, device="cpu"
+    )
     model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger leaves an SB3-<time> folder in /tmp
     model.learn(total_timesteps=64)
     assert model.num_timesteps == 64

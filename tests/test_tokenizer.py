@@ -8,7 +8,9 @@ from lm_gym.core.errors import DataUnavailableError
 from lm_gym.core.tokenizer import EOS_TOKEN, load_tokenizer, train_tokenizer
 from lm_gym.tasks.imdb import IMDBEnv
 
-CORPUS = ["The acting was brilliant and the ending was wonderful."] * 20 + ["A dull, tedious film with awful dialogue."] * 20
+CORPUS = ["The acting was brilliant and the ending was wonderful."] * 20 + [
+    "A dull, tedious film with awful dialogue."
+] * 20
 
 
 def test_trained_tokenizer_round_trips_and_is_cached():

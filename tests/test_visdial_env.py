@@ -51,7 +51,11 @@ def play(env, questioner, seed):
     ],
 )
 def test_yes_no_tests_follow_ilql(answer, hard, soft, conservative):
-    assert (is_yes_no(answer, "hard"), is_yes_no(answer, "soft"), is_yes_no(answer, "conservative")) == (hard, soft, conservative)
+    assert (is_yes_no(answer, "hard"), is_yes_no(answer, "soft"), is_yes_no(answer, "conservative")) == (
+        hard,
+        soft,
+        conservative,
+    )
     assert not is_yes_no(answer, "none")
 
 
@@ -92,7 +96,9 @@ PERCENTILES = [0.2, 0.3, 0.35, 0.45, 0.7]  # p0 = 0.2; gains 0.125, 0.1875, 0.31
 )
 def test_reward_variants_match_hand_computed_values(kind, scale, shift, expected):
     world = ScriptedWorld(ANSWERS, PERCENTILES)
-    env = VisDialEnv(num_images=10, answerer=world, ranker=world, yn_reward_kind=kind, reward_scale=scale, reward_shift=shift)
+    env = VisDialEnv(
+        num_images=10, answerer=world, ranker=world, yn_reward_kind=kind, reward_scale=scale, reward_shift=shift
+    )
     _, info = env.reset(seed=0)
     assert info["percentile"] == 0.2
     rewards, terminated = [], False
@@ -103,7 +109,9 @@ def test_reward_variants_match_hand_computed_values(kind, scale, shift, expected
     metrics = info["metrics"]
     assert metrics["return"] == sum(expected) and metrics["turns"] == 4 and metrics["reached_cutoff"] == 1.0
     assert metrics["final_percentile"] == 0.7 and metrics["percentile_gain"] == pytest.approx(0.625)
-    assert metrics["yes_no_answers"] == {"none": 1, "hard": 1, "soft": 2, "conservative": 3}[kind]  # "none" counts with "hard"
+    assert (
+        metrics["yes_no_answers"] == {"none": 1, "hard": 1, "soft": 2, "conservative": 3}[kind]
+    )  # "none" counts with "hard"
 
 
 def test_unsolved_game_ends_after_max_turns_and_p0_at_goal_ends_after_one_turn():
@@ -124,9 +132,14 @@ def test_unsolved_game_ends_after_max_turns_and_p0_at_goal_ends_after_one_turn()
 # ---- the synthetic world --------------------------------------------------------------------
 
 PARK = Scene(
-    "park", "day", "clear",
-    (SceneObject("dog", "brown", 1, "left", True), SceneObject("cat", "black", 3, "right", True),
-     SceneObject("man", "red", 1, "middle", False)),
+    "park",
+    "day",
+    "clear",
+    (
+        SceneObject("dog", "brown", 1, "left", True),
+        SceneObject("cat", "black", 3, "right", True),
+        SceneObject("man", "red", 1, "middle", False),
+    ),
     "a dog and some cats in a park",
 )
 
@@ -171,8 +184,11 @@ def scene_differences(scene, other):
         if match is None:
             differences.add("background")
         else:
-            differences |= {f"{name} of {group.category}" for name in ("color", "count", "position")
-                            if getattr(group, name) != getattr(match, name)}
+            differences |= {
+                f"{name} of {group.category}"
+                for name in ("color", "count", "position")
+                if getattr(group, name) != getattr(match, name)
+            }
     if len(other.objects) > len(scene.objects):
         differences.add("background")
     return differences
@@ -186,13 +202,21 @@ def test_synthetic_gallery_is_families_of_near_duplicates_that_share_a_caption()
         families.setdefault(image.caption, []).append(image.content)
     assert sorted(len(family) for family in families.values()) == [20] * 10
     assert len({image.content for image in images}) == 200
-    assert synthetic.generate_scenes("validation") == tuple(image.content for image in images)  # not the cache: regenerated
+    assert synthetic.generate_scenes("validation") == tuple(
+        image.content for image in images
+    )  # not the cache: regenerated
     assert gallery("train")[0].caption != images[0].caption and len(gallery("train")) == 400
     for caption, family in families.items():
-        bases = [scene for scene in family if all(len(scene_differences(scene, other)) == 1 for other in family if other != scene)]
+        bases = [
+            scene
+            for scene in family
+            if all(len(scene_differences(scene, other)) == 1 for other in family if other != scene)
+        ]
         assert len(bases) == 1  # the base: every variant differs from it in one attribute
         named = {(group.category, group.count == 1) for scene in family for group in scene.objects if group.main}
-        assert {category for category, _ in named} == set(caption_nouns(caption)) and len(named) == len(caption_nouns(caption))
+        assert {category for category, _ in named} == set(caption_nouns(caption)) and len(named) == len(
+            caption_nouns(caption)
+        )
     ranker = SceneRanker(images)
     p0 = ranker.percentiles(images, [()] * 200)
     assert np.allclose(p0, 180 / 199)  # the caption alone ties the target with its nineteen family-mates
@@ -253,8 +277,12 @@ def test_open_questions_beat_yes_no_questions_and_shared_or_nonsense_ones_do_not
         observation, info = env.reset(seed=seed)
         noun = caption_nouns(observation)[0]
         colour = synthetic.COLORS[seed % len(synthetic.COLORS)]
-        for kind, question in (("open", f"what color is the {noun}?"), ("yes_no", f"is the {noun} {colour}?"),
-                               ("shared", f"is there a {noun}?"), ("nonsense", "what is the meaning of it all?")):
+        for kind, question in (
+            ("open", f"what color is the {noun}?"),
+            ("yes_no", f"is the {noun} {colour}?"),
+            ("shared", f"is there a {noun}?"),
+            ("nonsense", "what is the meaning of it all?"),
+        ):
             env.reset(seed=seed)
             gains[kind].append(env.step(question)[4]["percentile"] - info["percentile"])
     assert np.mean(gains["open"]) > np.mean(gains["yes_no"]) > 0
@@ -266,15 +294,22 @@ def test_observation_is_the_caption_then_question_and_answer_lines():
     caption, info = env.reset(seed=1)
     assert "\n" not in caption and info["meta"]["image_id"] == info["meta"]["index"]
     noun = caption_nouns(caption)[0]
-    observation, *_ , info = env.step(f"  what color\nis the {noun}?  ")
-    assert observation == f"{caption}\nwhat color is the {noun}?\n{info['answer']}" and info["answer"] in synthetic.COLORS
+    observation, *_, info = env.step(f"  what color\nis the {noun}?  ")
+    assert (
+        observation == f"{caption}\nwhat color is the {noun}?\n{info['answer']}" and info["answer"] in synthetic.COLORS
+    )
     assert parse_dialogue_text(observation) == (caption, ((f"what color is the {noun}?", info["answer"]),))
 
 
 def test_vector_env_ranks_all_games_with_one_call():
     world = ScriptedWorld(ANSWERS, PERCENTILES)
     venv = gymnasium.make_vec(
-        "lm_gym/VisDial-v0", num_envs=3, vectorization_mode="vector_entry_point", num_images=10, answerer=world, ranker=world
+        "lm_gym/VisDial-v0",
+        num_envs=3,
+        vectorization_mode="vector_entry_point",
+        num_images=10,
+        answerer=world,
+        ranker=world,
     )
     venv.reset(seed=0)
     world.calls.clear()
@@ -325,8 +360,14 @@ def test_demonstrations_are_informative_games():
         ({"image_features": {0: [1.0]}}, "image_features are sent to the server"),
         ({"server_url": "ftp://example.org"}, "server_url must be an http"),
         ({"server_url": "http://127.0.0.1:9"}, "server_url needs image_features"),
-        ({"server_url": "http://127.0.0.1:9", "ranker": len, "image_features": {}}, "either server_url or answerer/ranker"),
-        ({"server_url": "http://127.0.0.1:9", "num_images": 10, "image_features": {0: [1.0]}}, "image_features lacks 9 image ids"),
+        (
+            {"server_url": "http://127.0.0.1:9", "ranker": len, "image_features": {}},
+            "either server_url or answerer/ranker",
+        ),
+        (
+            {"server_url": "http://127.0.0.1:9", "num_images": 10, "image_features": {0: [1.0]}},
+            "image_features lacks 9 image ids",
+        ),
         ({"server_timeout": 0}, "server_timeout must be a finite number"),
     ],
 )
@@ -364,24 +405,54 @@ def test_release_loader_reads_the_shared_slice_with_exact_counts(shared_data, tm
     with pytest.raises(DataUnavailableError, match="visdial_1.0_test"):
         release_images(shared_data / "visdial", "test")
     test_file = tmp_path / "visdial_1.0_test.json"
-    rounds = [{"question": 0, "answer": 0, "answer_options": [0], "gt_index": 0}, {"question": 1, "answer_options": [0]}]
-    test_file.write_text(json.dumps({"version": "1.0", "split": "test2018", "data": {
-        "questions": ["is it red", "why"], "answers": ["no"], "dialogs": [{"image_id": 7, "caption": "a cup", "dialog": rounds}]}}))
-    assert release_images(tmp_path, "test")[0].content.rounds == (("is it red?", "no"),)  # the unanswered last round is left out
+    rounds = [
+        {"question": 0, "answer": 0, "answer_options": [0], "gt_index": 0},
+        {"question": 1, "answer_options": [0]},
+    ]
+    test_file.write_text(
+        json.dumps(
+            {
+                "version": "1.0",
+                "split": "test2018",
+                "data": {
+                    "questions": ["is it red", "why"],
+                    "answers": ["no"],
+                    "dialogs": [{"image_id": 7, "caption": "a cup", "dialog": rounds}],
+                },
+            }
+        )
+    )
+    assert release_images(tmp_path, "test")[0].content.rounds == (
+        ("is it red?", "no"),
+    )  # the unanswered last round is left out
 
 
 def v1_release(split: str, caption: str) -> dict:
     rounds = [{"question": 0, "answer": 0, "answer_options": [0], "gt_index": 0}] * 3
-    return {"version": "1.0", "split": split, "data": {"questions": [f"is the {caption} red"], "answers": ["no"], "dialogs": [
-        {"image_id": 11, "caption": f"a {caption} on a table", "dialog": rounds}, {"image_id": 12, "caption": f"two {caption}s", "dialog": rounds}]}}
+    return {
+        "version": "1.0",
+        "split": split,
+        "data": {
+            "questions": [f"is the {caption} red"],
+            "answers": ["no"],
+            "dialogs": [
+                {"image_id": 11, "caption": f"a {caption} on a table", "dialog": rounds},
+                {"image_id": 12, "caption": f"two {caption}s", "dialog": rounds},
+            ],
+        },
+    }
 
 
 def test_the_v1_release_folder_with_dense_annotations_and_features_beside_the_dialogs(tmp_path):
     for name, split, caption in (("train", "train", "cup"), ("val", "val2018", "plate"), ("test", "test2018", "fork")):
         (tmp_path / f"visdial_1.0_{name}.json").write_text(json.dumps(v1_release(split, caption)))
         (tmp_path / f"features_faster_rcnn_x101_{name}.h5").write_bytes(b"")
-    (tmp_path / "visdial_1.0_val_dense_annotations.json").write_text(json.dumps([{"image_id": 11, "round_id": 1, "gt_relevance": [1.0]}]))
-    (tmp_path / "visdial_1.0_train_dense_sample.json").write_text(json.dumps([{"image_id": 11, "round_id": 1, "gt_relevance": [1.0]}]))
+    (tmp_path / "visdial_1.0_val_dense_annotations.json").write_text(
+        json.dumps([{"image_id": 11, "round_id": 1, "gt_relevance": [1.0]}])
+    )
+    (tmp_path / "visdial_1.0_train_dense_sample.json").write_text(
+        json.dumps([{"image_id": 11, "round_id": 1, "gt_relevance": [1.0]}])
+    )
     for split, caption in (("train", "cup"), ("validation", "plate"), ("test", "fork")):
         images = release_images(tmp_path, split)
         assert [image.caption for image in images] == [f"a {caption} on a table", f"two {caption}s"]
@@ -395,7 +466,10 @@ def test_the_v1_release_folder_with_dense_annotations_and_features_beside_the_di
     (tmp_path / "visdial_1.0_val.json").unlink()
     assert release_images(tmp_path, "validation")[0].caption == "a bowl on a table"  # a suffixed file alone is found
     (tmp_path / "visdial_1.0_val_other.json").write_text(json.dumps(v1_release("val2018", "mug")))
-    with pytest.raises(DataUnavailableError, match="several dialog files for split 'validation' .*visdial_1.0_val_other.json, visdial_1.0_val_vispro.json"):
+    with pytest.raises(
+        DataUnavailableError,
+        match="several dialog files for split 'validation' .*visdial_1.0_val_other.json, visdial_1.0_val_vispro.json",
+    ):
         release_images(tmp_path, "validation")
 
 
@@ -405,24 +479,37 @@ def test_the_ilql_code_bases_layout_and_its_v05_files(tmp_path):
     raw.mkdir(parents=True)
     processed.mkdir(parents=True)
     for name in ("train", "val", "test"):  # a list of dialogs, the texts in the rounds
-        dialogs = [{"image_id": 5, "caption": f"a {name} bus", "dialog": [{"question": "is it red", "answer": "yes", "answer_options": ["yes", "no"]}] * 10},
-                   {"caption": "a dog", "dialog": [{"question": "how old is it", "answer": "young"}] * 10}]
+        dialogs = [
+            {
+                "image_id": 5,
+                "caption": f"a {name} bus",
+                "dialog": [{"question": "is it red", "answer": "yes", "answer_options": ["yes", "no"]}] * 10,
+            },
+            {"caption": "a dog", "dialog": [{"question": "how old is it", "answer": "young"}] * 10},
+        ]
         (raw / f"visdial_0.5_{name}.json").write_text(json.dumps(dialogs))
         (processed / f"{name}_rank_reward_cache1.json").write_text(json.dumps([[0.5] * 11, [0.5] * 11]))
     (processed / "data_img.h5").write_bytes(b"")
     for data_dir in (tmp_path / "vis_dialogue", raw, raw / "visdial_0.5_val.json"):
         images = release_images(data_dir, "validation")
-        assert [(image.image_id, image.caption) for image in images] == [(5, "a val bus"), (1, "a dog")]  # no image_id: the index
+        assert [(image.image_id, image.caption) for image in images] == [
+            (5, "a val bus"),
+            (1, "a dog"),
+        ]  # no image_id: the index
         assert images[0].content.rounds == (("is it red?", "yes"),) * 10
     env = VisDialEnv(source="local", split="train", data_dir=tmp_path / "vis_dialogue")
     assert env.reset(options={"index": 0})[0] == "a train bus"
     _, reward, _, _, info = env.step("is it red?")
     assert info["answer"] == "yes" and reward in (-1.0, 0.0)
-    (raw / "visdial_0.5_val.json").write_text(json.dumps([{"caption": "a cat", "dialog": [{"question": 3, "answer": "no"}]}]))
+    (raw / "visdial_0.5_val.json").write_text(
+        json.dumps([{"caption": "a cat", "dialog": [{"question": 3, "answer": "no"}]}])
+    )
     load_dialogs.cache_clear()
     with pytest.raises(DataUnavailableError, match="dialog 0 does not follow the VisDial format"):
         release_images(raw, "validation")
-    with pytest.raises(DataUnavailableError, match="visdial_1.0_val.json \\(the v1.0 release\\) or visdial_0.5_val.json"):
+    with pytest.raises(
+        DataUnavailableError, match="visdial_1.0_val.json \\(the v1.0 release\\) or visdial_0.5_val.json"
+    ):
         release_images(tmp_path, "validation")
 
 
@@ -433,7 +520,11 @@ def test_text_only_world_answers_from_the_human_dialog(shared_data):
     _, reward, _, _, info = env.step("zxq?")
     assert (info["answer"], info["percentile"], reward) == ("i can't tell", 0.0, -1.0)
     _, reward, terminated, _, info = env.step("what colour is the snowboard?")
-    assert info["answer"] == "the snowboard is grey in color" and info["percentile"] > 0.5 and (reward, terminated) == (0.0, True)
+    assert (
+        info["answer"] == "the snowboard is grey in color"
+        and info["percentile"] > 0.5
+        and (reward, terminated) == (0.0, True)
+    )
     assert len(env.demonstrations()) == 760
 
 
@@ -446,7 +537,9 @@ class FakeVisDialServer(BaseHTTPRequestHandler):
     requests: ClassVar[list] = []
 
     def do_POST(self):
-        form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode(), keep_blank_values=True)
+        form = urllib.parse.parse_qs(
+            self.rfile.read(int(self.headers["Content-Length"])).decode(), keep_blank_values=True
+        )
         fields = {key: values[0] for key, values in form.items()}
         self.requests.append((self.path, fields))
         history = json.loads(fields["history"])
@@ -497,7 +590,8 @@ def test_http_world_speaks_the_visdial_rl_protocol(fake_server):
     path, fields = requests[-1]
     assert path == "/step_rank" and json.loads(fields["generation_kwargs"]) == {"inference": "greedy", "beamSize": 1}
     assert json.loads(fields["history"]) == [
-        {"speaker": "question", "text": "question 0?"}, {"speaker": "answer", "text": "answer 1"},
+        {"speaker": "question", "text": "question 0?"},
+        {"speaker": "answer", "text": "answer 1"},
         {"speaker": "question", "text": "question 1?"},
     ]
     assert [p for p, _ in requests] == ["/fetch_reward_rank", "/step_rank", "/step_rank"]  # deltas are remembered
@@ -510,7 +604,9 @@ def test_http_world_errors_name_the_url(fake_server):
     env.images = (HiddenImage(0, 0, "broken caption"),)  # the fake server answers it with HTML
     with pytest.raises(DataUnavailableError, match=f"{url}/fetch_reward_rank failed"):
         env.reset(seed=0)
-    closed = VisDialEnv(num_images=10, server_url="http://127.0.0.1:9", image_features={i: [0.0] for i in range(10)}, server_timeout=2)
+    closed = VisDialEnv(
+        num_images=10, server_url="http://127.0.0.1:9", image_features={i: [0.0] for i in range(10)}, server_timeout=2
+    )
     with pytest.raises(DataUnavailableError, match=r"http://127.0.0.1:9/fetch_reward_rank failed"):
         closed.reset(seed=0)
 

@@ -28,7 +28,9 @@ def test_human_dialogues_are_cut_at_the_cutoff_with_yes_no_penalties(shared_data
         assert replay(row, env) == (row["observations"], row["rewards"])  # the env gives each human question its answer
     human_turns = np.mean(dataset["num_turns"])
     random_turns = np.mean(scripted_dialogues("random", 76, env_kwargs=env_kwargs)["num_turns"])
-    assert human_turns < random_turns  # people's questions find their image faster than random ones in the text-only world
+    assert (
+        human_turns < random_turns
+    )  # people's questions find their image faster than random ones in the text-only world
 
 
 def test_scripted_datasets_replay_exactly_and_keep_their_metadata(tmp_path):
@@ -65,4 +67,6 @@ def test_bad_arguments_and_the_command_line(tmp_path):
     out = str(tmp_path / "yn.parquet")
     main(["--dataset", "yes_no", "--num-episodes", "4", "--num-images", "10", "--yn-reward-kind", "hard", "--out", out])
     dataset = load_trajectories(tmp_path / "yn.parquet")
-    assert len(dataset) == 4 and set(dataset["policy"]) == {"yes_no"} and min(min(r) for r in dataset["rewards"]) <= -2.0
+    assert (
+        len(dataset) == 4 and set(dataset["policy"]) == {"yes_no"} and min(min(r) for r in dataset["rewards"]) <= -2.0
+    )

@@ -16,7 +16,9 @@ def test_default_vocabulary_is_offline_and_valid():
 
 
 def test_official_lists_from_files(shared_data):
-    vocabulary = WordleVocabulary.from_files(shared_data / "wordle" / "wordle_official.txt", shared_data / "wordle" / "wordle_official_guess.txt")
+    vocabulary = WordleVocabulary.from_files(
+        shared_data / "wordle" / "wordle_official.txt", shared_data / "wordle" / "wordle_official_guess.txt"
+    )
     assert (len(vocabulary.answers), len(vocabulary.guesses)) == (2315, 12972)
 
 
@@ -65,7 +67,9 @@ def test_same_seed_same_games(wordle):
 
 
 def test_vector_env_matches_scalar_games():
-    venv = gymnasium.make_vec("lm_gym/Wordle-v0", num_envs=3, vectorization_mode="vector_entry_point", mode="hidden_word")
+    venv = gymnasium.make_vec(
+        "lm_gym/Wordle-v0", num_envs=3, vectorization_mode="vector_entry_point", mode="hidden_word"
+    )
     venv.reset(seed=10)
     for _ in range(2):
         boards, rewards, terminations, _, infos = venv.step(["slate", "crony", "xx"])

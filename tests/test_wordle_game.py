@@ -102,7 +102,9 @@ def test_unknown_words_are_played_unless_penalised(vocabulary):
     penalised = WordleEnv(vocabulary=vocabulary, mode="hidden_word", unknown_word_penalty=2.5)
     penalised.reset(options={"answer": "crane"})
     board, reward, _, _, info = penalised.step("xylyl")
-    assert reward == -2.5 and board.splitlines()[-1] == "xylyl unknown" and info["meta"]["num_candidates"] == len(ANSWERS)
+    assert (
+        reward == -2.5 and board.splitlines()[-1] == "xylyl unknown" and info["meta"]["num_candidates"] == len(ANSWERS)
+    )
 
 
 def test_filtering_mode_is_consistent_with_a_hidden_word(vocabulary):

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from lm_gym.offline import load_trajectories, save_trajectories
-from lm_gym.tasks.wordle import WordleEnv, WordleVocabulary
-from lm_gym.tasks.wordle import offline_data
+from lm_gym.tasks.wordle import WordleEnv, WordleVocabulary, offline_data
 from lm_gym.tasks.wordle.board import parse_board
 from lm_gym.tasks.wordle.engine import pattern_of, text_to_pattern
 from lm_gym.tasks.wordle.monte_carlo import MonteCarloPolicy
@@ -34,14 +33,18 @@ def play_games(env, policy, num_games, seed=0):
 
 @pytest.fixture(scope="module")
 def official(shared_data):
-    return WordleVocabulary.from_files(shared_data / "wordle" / "wordle_official.txt", shared_data / "wordle" / "wordle_official_guess.txt")
+    return WordleVocabulary.from_files(
+        shared_data / "wordle" / "wordle_official.txt", shared_data / "wordle" / "wordle_official_guess.txt"
+    )
 
 
 def test_info_gain_solves_the_official_game(official):
     env = WordleEnv(vocabulary=official, mode="hidden_word")
     returns, guesses = play_games(env, InfoGainPolicy(official), 200)
     solved = returns > -6
-    print(f"info-gain: solved {solved.mean():.3f}, mean guesses {guesses[solved].mean():.3f}, mean return {returns.mean():.3f}")
+    print(
+        f"info-gain: solved {solved.mean():.3f}, mean guesses {guesses[solved].mean():.3f}, mean return {returns.mean():.3f}"
+    )
     assert solved.mean() >= 0.98
     mixture_returns, _ = play_games(env, RandomMixturePolicy(official, prob_smart=0.5, seed=0), 200)
     print(f"random-mixture(0.5): solved {(mixture_returns > -6).mean():.3f}, mean return {mixture_returns.mean():.3f}")
@@ -64,7 +67,9 @@ def test_policies_play_valid_words(small):
         RandomMixturePolicy(small, 0.8, seed=0),
         WrongWordPolicy(small, seed=0),
         RepeatPolicy(RandomPolicy(small, seed=0), first_n=2, seed=0),
-        MonteCarloPolicy(small, RandomMixturePolicy(small, 0.5, seed=1), RandomMixturePolicy(small, 0.5, seed=2), 4, 4, seed=0),
+        MonteCarloPolicy(
+            small, RandomMixturePolicy(small, 0.5, seed=1), RandomMixturePolicy(small, 0.5, seed=2), 4, 4, seed=0
+        ),
     ]
     for policy in policies:
         returns, _ = play_games(env, policy, 5)
@@ -79,7 +84,9 @@ def test_policy_behaviours(small):
     wrong = WrongWordPolicy(small, seed=0)
     for _ in range(20):  # a ruled-out word: the board's feedback excludes it as the answer
         guess = wrong(board)
-        assert guess not in small.answers or any(pattern_of(w, guess) != text_to_pattern(f) for w, f in parse_board(board))
+        assert guess not in small.answers or any(
+            pattern_of(w, guess) != text_to_pattern(f) for w, f in parse_board(board)
+        )
     assert RepeatPolicy(RandomPolicy(small))(board) == "about"
     assert StartWordPolicy("spicy", RandomPolicy(small))(env.reset()[0]) == "spicy"
     consistent = InfoGainPolicy(small).candidates(board)
@@ -94,7 +101,9 @@ def test_monte_carlo_prefers_the_winning_move(small):
     env = WordleEnv(vocabulary=small, mode="hidden_word")
     board, _ = env.reset(options={"answer": "house"})
     board, *_ = env.step("about")  # only "house" is left
-    policy = MonteCarloPolicy(small, RandomMixturePolicy(small, 0.3, seed=0), InfoGainPolicy(small), num_proposals=12, num_rollouts=2, seed=0)
+    policy = MonteCarloPolicy(
+        small, RandomMixturePolicy(small, 0.3, seed=0), InfoGainPolicy(small), num_proposals=12, num_rollouts=2, seed=0
+    )
     assert policy(board) == "house"
 
 
@@ -111,7 +120,10 @@ def test_generated_datasets_replay_exactly(dataset, tmp_path):
         assert row["env_id"] == "lm_gym/Wordle-v0" and not row["truncated"]
         if row["parent_id"] >= 0:
             parent = data[row["parent_id"]]
-            assert parent["kind"] == "expert" and row["actions"][: row["branch_turn"]] == parent["actions"][: row["branch_turn"]]
+            assert (
+                parent["kind"] == "expert"
+                and row["actions"][: row["branch_turn"]] == parent["actions"][: row["branch_turn"]]
+            )
     for path in (tmp_path / "data.parquet", tmp_path / "data.jsonl", tmp_path / "data_dir"):
         loaded = load_trajectories(save_trajectories(data, path))
         assert loaded.to_list() == data.to_list()
@@ -119,7 +131,10 @@ def test_generated_datasets_replay_exactly(dataset, tmp_path):
 
 def test_generation_does_not_depend_on_the_number_of_workers():
     config = offline_data.GenerationConfig(dataset="mixture", num_games=16, seed=0, num_answers=100)
-    assert offline_data.generate(config, workers=1, progress=False).to_list() == offline_data.generate(config, workers=2, progress=False).to_list()
+    assert (
+        offline_data.generate(config, workers=1, progress=False).to_list()
+        == offline_data.generate(config, workers=2, progress=False).to_list()
+    )
 
 
 def test_expert_data_is_better_than_mixture_data():

@@ -68,7 +68,13 @@ def test_wordnet_needs_no_download_no_system_database_and_no_nltk_data(tmp_path)
     """A fresh process with empty nltk and WordNet folders, a fresh cache and no network scores METEOR."""
     empty = tmp_path / "empty"
     empty.mkdir()
-    env = {**os.environ, "NLTK_DATA": str(empty), "WNSEARCHDIR": str(empty), "HOME": str(tmp_path), "LM_GYM_CACHE": str(tmp_path / "cache")}
+    env = {
+        **os.environ,
+        "NLTK_DATA": str(empty),
+        "WNSEARCHDIR": str(empty),
+        "HOME": str(tmp_path),
+        "LM_GYM_CACHE": str(tmp_path / "cache"),
+    }
     code = (
         "import socket, nltk\n"
         "socket.socket = None  # any network use fails\n"
@@ -76,7 +82,9 @@ def test_wordnet_needs_no_download_no_system_database_and_no_nltk_data(tmp_path)
         "from lm_gym.metrics import meteor_scores\n"
         "print(round(float(meteor_scores(['a dog runs'], [['the dogs are running']])[0]), 6))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert float(result.stdout) == pytest.approx(meteor_scores(["a dog runs"], [["the dogs are running"]])[0], abs=1e-6)
     assert not (tmp_path / "cache").exists()  # nothing built or downloaded
@@ -100,7 +108,9 @@ def full_wordnet(full_database, tmp_path_factory) -> LemmaWordNet:
     corpus = tmp_path_factory.mktemp("full_wordnet")
     for path in full_database.iterdir():
         shutil.copyfile(path, corpus / path.name)
-    (corpus / "lexnames").write_text("".join(f"{number:02d}\t{name}\t0\n" for number, name in enumerate(LEXICOGRAPHER_FILES)))
+    (corpus / "lexnames").write_text(
+        "".join(f"{number:02d}\t{name}\t0\n" for number, name in enumerate(LEXICOGRAPHER_FILES))
+    )
     (corpus / "index.sense").touch()
     nltk.data.path.append(str(corpus))  # nltk opens corpus files only under its data roots
     try:
@@ -117,10 +127,19 @@ def test_synsets_lemmas_and_morphy_equal_the_full_database(full_wordnet):
     lemmas = sorted(full_wordnet._lemma_pos_offset_map)
     assert lemmas == sorted(shipped._lemma_pos_offset_map)
     words = random.Random(0).sample(lemmas, 4000)
-    words += [word + suffix for word in words[:1000] for suffix in ("s", "es", "ed", "ing", "er", "est")] + ["geese", "ran", "better", "children", "mice"]
+    words += [word + suffix for word in words[:1000] for suffix in ("s", "es", "ed", "ing", "er", "est")] + [
+        "geese",
+        "ran",
+        "better",
+        "children",
+        "mice",
+    ]
 
     def described(reader, word):
-        return [(s.name(), s.lexname(), s.lemma_names(), [lemma.key() for lemma in s.lemmas()]) for s in reader.synsets(word)]
+        return [
+            (s.name(), s.lexname(), s.lemma_names(), [lemma.key() for lemma in s.lemmas()])
+            for s in reader.synsets(word)
+        ]
 
     for word in words:
         assert described(shipped, word) == described(full_wordnet, word), word
@@ -128,7 +147,10 @@ def test_synsets_lemmas_and_morphy_equal_the_full_database(full_wordnet):
 
 
 def test_meteor_and_coverage_equal_nltk_with_the_full_database(full_wordnet, monkeypatch):
-    expected = [meteor_score([tokenize(r) for r in refs], tokenize(p), wordnet=full_wordnet) for p, refs in zip(PREDICTIONS, REFERENCES)]
+    expected = [
+        meteor_score([tokenize(r) for r in refs], tokenize(p), wordnet=full_wordnet)
+        for p, refs in zip(PREDICTIONS, REFERENCES)
+    ]
     np.testing.assert_allclose(meteor_scores(PREDICTIONS, REFERENCES), expected, atol=1e-6)
     assert len(set(np.round(expected, 6))) == len(expected)  # the corpus tells the texts apart
 
@@ -137,7 +159,11 @@ def test_meteor_and_coverage_equal_nltk_with_the_full_database(full_wordnet, mon
     monkeypatch.setattr(coverage_module, "wordnet", lambda: full_wordnet)
     coverage_module._forms.cache_clear()
     try:
-        assert concept_coverage(PREDICTIONS[:3] + PREDICTIONS[-1:], concepts).tolist() == coverage.tolist() == [1.0, 1.0, 1.0, 1.0]
+        assert (
+            concept_coverage(PREDICTIONS[:3] + PREDICTIONS[-1:], concepts).tolist()
+            == coverage.tolist()
+            == [1.0, 1.0, 1.0, 1.0]
+        )
     finally:
         coverage_module._forms.cache_clear()
 

@@ -55,7 +55,9 @@ def load_policy(source: str | None, model_config: dict[str, Any], tokenizer, see
         if config.is_encoder_decoder:  # T5's convention: the decoder starts from the pad token
             config.decoder_start_token_id = model_config.get("decoder_start_token_id", tokenizer.pad_token_id)
     if config.is_encoder_decoder and causal_only:
-        raise ValueError(f"{causal_only} trains causal language models, and {source or '--model-config'} is an encoder-decoder model")
+        raise ValueError(
+            f"{causal_only} trains causal language models, and {source or '--model-config'} is an encoder-decoder model"
+        )
     fuse_activation(config)
     model_class = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
     if source is None:
@@ -92,4 +94,3 @@ def check_positions(model, max_prompt_length: int, max_new_tokens: int) -> None:
 def takes_logits_to_keep(model_class) -> bool:
     """Whether the causal LM can compute only its last logits (most transformers models can)."""
     return "logits_to_keep" in inspect.signature(model_class.forward).parameters
-

@@ -30,28 +30,48 @@ class TurnBatch:
         response_ids, response_mask = pad([t.response for t in turns], pad_id, "right", device)
         width = response_ids.shape[1]
         values = padded_floats([t.values for t in turns], width, device) if turns[0].values is not None else None
-        return cls([t.query for t in turns], response_ids, response_mask, padded_floats([t.log_probs for t in turns], width, device), values)
+        return cls(
+            [t.query for t in turns],
+            response_ids,
+            response_mask,
+            padded_floats([t.log_probs for t in turns], width, device),
+            values,
+        )
 
     def rows(self, index: torch.Tensor | np.ndarray) -> tuple[list[list[int]], torch.Tensor, torch.Tensor]:
         """The queries, responses and response mask of the turns at ``index``."""
         positions = torch.as_tensor(index, device=self.response_ids.device)
-        return [self.queries[i] for i in positions.tolist()], self.response_ids[positions], self.response_mask[positions]
+        return (
+            [self.queries[i] for i in positions.tolist()],
+            self.response_ids[positions],
+            self.response_mask[positions],
+        )
 
 
-def clipped_surrogate(new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip_coef: float):
+def clipped_surrogate(
+    new_log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_coef: float,
+):
     """PPO's clipped policy loss per token, averaged over the ``mask``'s tokens, and its statistics
     (``approx_kl``: the k3 estimate of KL(old || new); ``clipfrac``: share of tokens clipped)."""
     count = mask.sum()
     log_ratio = torch.where(mask.bool(), new_log_probs - old_log_probs, 0.0)  # padding may hold -inf - -inf
     ratio = log_ratio.exp()
-    loss = (torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)) * mask).sum() / count
+    loss = (
+        torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)) * mask
+    ).sum() / count
     with torch.no_grad():
         approx_kl = (((ratio - 1) - log_ratio) * mask).sum() / count
         clipfrac = (((ratio - 1).abs() > clip_coef).float() * mask).sum() / count
     return loss, {"approx_kl": approx_kl.item(), "clipfrac": clipfrac.item()}
 
 
-def anneal(optimizer: torch.optim.Optimizer, learning_rate: float, iteration: int, iterations: int, enabled: bool = True) -> None:
+def anneal(
+    optimizer: torch.optim.Optimizer, learning_rate: float, iteration: int, iterations: int, enabled: bool = True
+) -> None:
     """The learning rate decayed linearly from ``learning_rate`` (iteration 1) towards 0 (``--anneal-lr``)."""
     if enabled:
         optimizer.param_groups[0]["lr"] = learning_rate * (1.0 - (iteration - 1) / iterations)
@@ -89,7 +109,9 @@ def adamw(modules, learning_rate: float, weight_decay: float) -> torch.optim.Ada
     return torch.optim.AdamW(groups, lr=learning_rate)
 
 
-def warmup_schedule(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int, decay: bool) -> torch.optim.lr_scheduler.LambdaLR:
+def warmup_schedule(
+    optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int, decay: bool
+) -> torch.optim.lr_scheduler.LambdaLR:
     """Linear warmup over ``warmup_steps``, then linear decay to 0 at ``total_steps`` (``decay``) or constant."""
 
     def multiplier(step: int) -> float:  # step = optimizer updates done so far

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from lm_gym.offline import load_trajectories, reference_trajectories
-
 from lm_toolkit.tasks import Lengths
 from lm_toolkit.tokens import encode_prompts, encode_targets
 
@@ -41,7 +40,9 @@ class Turns:
     next_prompts: list[list[int] | None]
 
 
-def trajectories_or_references(path: str | None, env_id: str, env_kwargs: dict[str, Any], max_trajectories: int | None = None):
+def trajectories_or_references(
+    path: str | None, env_id: str, env_kwargs: dict[str, Any], max_trajectories: int | None = None
+):
     """``path``'s trajectories (``--dataset``, checked to be ``env_id``'s) or, without one, the task's
     train-split references scored by its reward; the first ``max_trajectories`` of them."""
     if path is None:

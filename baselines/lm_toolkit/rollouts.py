@@ -18,7 +18,6 @@ import torch
 from lm_gym.core.vector import episode_info
 from lm_gym.metrics import corpus_metrics
 from lm_gym.results import episode_samples, summarize_episodes
-
 from lm_toolkit.sampling import LogitsHook, Samples, TokenScores, response_log_probs, sample
 from lm_toolkit.tasks import Lengths
 from lm_toolkit.tokens import encode_prompts
@@ -47,17 +46,42 @@ class TextPolicy:
 
     def sample(self, queries: Sequence[Sequence[int]], greedy: bool = False) -> Samples:
         return sample(
-            self.model, queries, self.lengths, eos_id=self.tokenizer.eos_token_id, pad_id=self.tokenizer.pad_token_id,
-            greedy=greedy, temperature=self.temperature, value_head=self.value_head, hook=self.hook,
+            self.model,
+            queries,
+            self.lengths,
+            eos_id=self.tokenizer.eos_token_id,
+            pad_id=self.tokenizer.pad_token_id,
+            greedy=greedy,
+            temperature=self.temperature,
+            value_head=self.value_head,
+            hook=self.hook,
         )
 
-    def score(self, queries, responses: torch.Tensor, response_mask: torch.Tensor, *, model=None, value_head=None, keep=None, entropy=None) -> TokenScores:
+    def score(
+        self,
+        queries,
+        responses: torch.Tensor,
+        response_mask: torch.Tensor,
+        *,
+        model=None,
+        value_head=None,
+        keep=None,
+        entropy=None,
+    ) -> TokenScores:
         """Per-token log-probs of finished responses under this policy's sampling distribution, by ``model``
         (default: the policy; e.g. the frozen reference), with ``value_head``'s values, restricted to ``keep``."""
         return response_log_probs(
-            self.model if model is None else model, queries, responses, response_mask, pad_id=self.tokenizer.pad_token_id,
-            eos_id=self.tokenizer.eos_token_id, temperature=self.temperature, min_new_tokens=self.lengths.min_new_tokens,
-            value_head=value_head, keep=keep, entropy=entropy,
+            self.model if model is None else model,
+            queries,
+            responses,
+            response_mask,
+            pad_id=self.tokenizer.pad_token_id,
+            eos_id=self.tokenizer.eos_token_id,
+            temperature=self.temperature,
+            min_new_tokens=self.lengths.min_new_tokens,
+            value_head=value_head,
+            keep=keep,
+            entropy=entropy,
         )
 
 
@@ -110,10 +134,18 @@ def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool
         observations, rewards, terminations, truncations, infos = venv.step(tuple(actions))
         dones = terminations | truncations
         for k, i in enumerate(indices):
-            turns.append(Turn(
-                int(i), queries[k], samples.responses[k], samples.log_probs[k], samples.values[k] if samples.values else None,
-                samples.hook_rows[k] if samples.hook_rows else None, float(rewards[i]), bool(dones[i]),
-            ))
+            turns.append(
+                Turn(
+                    int(i),
+                    queries[k],
+                    samples.responses[k],
+                    samples.log_probs[k],
+                    samples.values[k] if samples.values else None,
+                    samples.hook_rows[k] if samples.hook_rows else None,
+                    float(rewards[i]),
+                    bool(dones[i]),
+                )
+            )
         totals[indices] += rewards[indices]
         for i in indices[dones[indices]]:
             active[i] = False

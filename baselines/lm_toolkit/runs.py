@@ -41,7 +41,10 @@ def rng_state() -> dict[str, Any]:
     numpy_state = np.random.get_state(legacy=False)
     return {
         "python": random.getstate(),
-        "numpy": {**numpy_state, "state": {"key": numpy_state["state"]["key"].tolist(), "pos": numpy_state["state"]["pos"]}},
+        "numpy": {
+            **numpy_state,
+            "state": {"key": numpy_state["state"]["key"].tolist(), "pos": numpy_state["state"]["pos"]},
+        },
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
     }
@@ -130,10 +133,14 @@ class Run:
         set_rng_state(saved.pop("rng"))
         return saved
 
-    def begin(self, trained: Sequence[Any], description: str, evaluate: Callable[[], tuple[dict | None, list[dict]]]) -> None:
+    def begin(
+        self, trained: Sequence[Any], description: str, evaluate: Callable[[], tuple[dict | None, list[dict]]]
+    ) -> None:
         """Announce the run (the size of the ``trained`` modules, ``description``), start W&B (``--track``)
         and evaluate the starting policy exactly as the final one."""
-        parameters = sum(p.numel() for module in trained if module is not None for p in module.parameters() if p.requires_grad)
+        parameters = sum(
+            p.numel() for module in trained if module is not None for p in module.parameters() if p.requires_grad
+        )
         device = next(trained[0].parameters()).device
         resumed = f", resumed at step {self.step}" if self.resuming else ""
         print(
@@ -144,7 +151,9 @@ class Run:
             import wandb
 
             name = f"{self.algorithm}-{self.args.env_id.split('/')[-1]}-{self.args.seed}"
-            self.tracker = wandb.init(project=self.args.wandb_project, config=asdict(self.args), dir=str(self.out_dir), name=name)
+            self.tracker = wandb.init(
+                project=self.args.wandb_project, config=asdict(self.args), dir=str(self.out_dir), name=name
+            )
         if not self.resuming:
             self.initial_eval, self.samples = evaluate()
 
@@ -157,19 +166,40 @@ class Run:
             yield step
         self.progress.close()
 
-    def count(self, *, tokens: int = 0, token_seconds: float = 0.0, episodes: int = 0, episode_seconds: float = 0.0) -> None:
+    def count(
+        self, *, tokens: int = 0, token_seconds: float = 0.0, episodes: int = 0, episode_seconds: float = 0.0
+    ) -> None:
         """Add to the throughput counters (``tokens_per_s`` and ``episodes_per_s`` of ``result.json``)."""
-        for key, value in (("tokens", tokens), ("token_seconds", token_seconds), ("episodes", episodes), ("episode_seconds", episode_seconds)):
+        for key, value in (
+            ("tokens", tokens),
+            ("token_seconds", token_seconds),
+            ("episodes", episodes),
+            ("episode_seconds", episode_seconds),
+        ):
             self.counters[key] += value
 
-    def rollout_row(self, returns: np.ndarray, metrics: Mapping[str, float], token_mask: torch.Tensor, optimizer, started: float, rollout_seconds: float) -> dict[str, Any]:
+    def rollout_row(
+        self,
+        returns: np.ndarray,
+        metrics: Mapping[str, float],
+        token_mask: torch.Tensor,
+        optimizer,
+        started: float,
+        rollout_seconds: float,
+    ) -> dict[str, Any]:
         """The curves entries every on-policy iteration reports (returns, response length, learning rate,
         times, the episodes' metrics), counted into the throughput too."""
         seconds = time.time() - started  # rollout and update, without evaluation
-        self.count(tokens=int(token_mask.sum()), token_seconds=rollout_seconds, episodes=len(returns), episode_seconds=seconds)
+        self.count(
+            tokens=int(token_mask.sum()), token_seconds=rollout_seconds, episodes=len(returns), episode_seconds=seconds
+        )
         return {
-            "mean_return": float(returns.mean()), "response_tokens": float(token_mask.sum(1).mean()),
-            "learning_rate": optimizer.param_groups[0]["lr"], "seconds": seconds, "rollout_seconds": rollout_seconds, **metrics,
+            "mean_return": float(returns.mean()),
+            "response_tokens": float(token_mask.sum(1).mean()),
+            "learning_rate": optimizer.param_groups[0]["lr"],
+            "seconds": seconds,
+            "rollout_seconds": rollout_seconds,
+            **metrics,
         }
 
     def window_row(self, stats, **extra: float) -> dict[str, Any]:
@@ -178,12 +208,16 @@ class Run:
             return {}
         return {**stats.means(), **extra}
 
-    def end_step(self, row: dict[str, Any], *, evaluate: Callable, save: Callable[[], None], show: Sequence[str] = ()) -> bool:
+    def end_step(
+        self, row: dict[str, Any], *, evaluate: Callable, save: Callable[[], None], show: Sequence[str] = ()
+    ) -> bool:
         """After a step: evaluate when due (``--eval-every``), at the last step or past ``--time-limit-minutes``;
         record ``row`` (when it or the evaluation has entries) in the curves and W&B; save when due
         (``--save-every``) or at the end. Returns whether the run stops here."""
         args, step = self.args, self.step
-        out_of_time = args.time_limit_minutes is not None and time.time() - self.start_time > 60 * args.time_limit_minutes
+        out_of_time = (
+            args.time_limit_minutes is not None and time.time() - self.start_time > 60 * args.time_limit_minutes
+        )
         last = step >= self.total or out_of_time
         if (args.eval_every and step % args.eval_every == 0) or last:
             evaluation, samples = evaluate()
@@ -202,7 +236,15 @@ class Run:
             self.progress.close()
         return last
 
-    def save(self, policy, tokenizer, state: Mapping[str, Any], models: Mapping[str, Any] | None = None, frozen: Sequence[str] = (), files: Mapping[str, Any] | None = None) -> None:
+    def save(
+        self,
+        policy,
+        tokenizer,
+        state: Mapping[str, Any],
+        models: Mapping[str, Any] | None = None,
+        frozen: Sequence[str] = (),
+        files: Mapping[str, Any] | None = None,
+    ) -> None:
         """Write the checkpoint: ``policy`` and ``tokenizer``, each of ``models`` in a sub-folder of its name
         (those named in ``frozen`` never change: hard links to the previous checkpoint's files), each of
         ``files`` with ``torch.save``, and the trainer state (``state``, the run's own, the RNGs)."""
@@ -218,7 +260,13 @@ class Run:
                 model.save_pretrained(tmp / name, safe_serialization=True)
         for name, value in (files or {}).items():
             torch.save(value, tmp / name)
-        own = {"step": self.step, "curves": self.curves, "initial_eval": self.initial_eval, "wall_time_s": self.wall_time(), "counters": self.counters}
+        own = {
+            "step": self.step,
+            "curves": self.curves,
+            "initial_eval": self.initial_eval,
+            "wall_time_s": self.wall_time(),
+            "counters": self.counters,
+        }
         torch.save({**state, "run": own, "rng": rng_state()}, tmp / TRAINER_STATE)
         shutil.rmtree(old, ignore_errors=True)
         if directory.exists():
@@ -243,7 +291,9 @@ class Run:
             curves=self.curves,
             wall_time_s=self.wall_time(),
             tokens_per_s=counters["tokens"] / counters["token_seconds"] if counters["token_seconds"] > 0 else 0.0,
-            episodes_per_s=counters["episodes"] / counters["episode_seconds"] if counters["episode_seconds"] > 0 else 0.0,
+            episodes_per_s=counters["episodes"] / counters["episode_seconds"]
+            if counters["episode_seconds"] > 0
+            else 0.0,
             peak_memory_mb=peak_memory_mb(device),
             checkpoint=self.checkpoint_dir.name,
             device=str(device),

@@ -40,9 +40,16 @@ class GrowingLayer(DynamicLayer):
         length, new = self.get_seq_length(), key_states.shape[-2]
         keys = self.buffers[0] if self.buffers is not None else None
         # a new buffer when there is none, it is full, or the cache was replaced (batch_select_indices)
-        if keys is None or keys.shape[-2] < length + new or keys.shape[0] != key_states.shape[0] or self.keys.data_ptr() != keys.data_ptr():
+        if (
+            keys is None
+            or keys.shape[-2] < length + new
+            or keys.shape[0] != key_states.shape[0]
+            or self.keys.data_ptr() != keys.data_ptr()
+        ):
             capacity = 2 * (length + new)
-            self.buffers = tuple(t.new_empty((*t.shape[:-2], capacity, t.shape[-1])) for t in (key_states, value_states))
+            self.buffers = tuple(
+                t.new_empty((*t.shape[:-2], capacity, t.shape[-1])) for t in (key_states, value_states)
+            )
             if length:
                 self.buffers[0][..., :length, :] = self.keys
                 self.buffers[1][..., :length, :] = self.values
@@ -69,7 +76,9 @@ class Prefix:
     right-padded queries and start the decoder from ``decoder_start_token_id``.
     """
 
-    def __init__(self, model, queries: Sequence[Sequence[int]], pad_id: int, with_hidden: bool = False, growing: bool = False):
+    def __init__(
+        self, model, queries: Sequence[Sequence[int]], pad_id: int, with_hidden: bool = False, growing: bool = False
+    ):
         self.model, self.with_hidden = model, with_hidden
         self.is_seq2seq = bool(model.config.is_encoder_decoder)
         device = model.device
@@ -79,7 +88,10 @@ class Prefix:
         if self.is_seq2seq:
             ids, mask = pad(list(distinct), pad_id, "right", device)
             encoded = model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
-            self.fixed = {"encoder_outputs": BaseModelOutput(last_hidden_state=encoded[index]), "attention_mask": mask[index]}
+            self.fixed = {
+                "encoder_outputs": BaseModelOutput(last_hidden_state=encoded[index]),
+                "attention_mask": mask[index],
+            }
             start = torch.full((len(rows), 1), model.config.decoder_start_token_id, device=device)
             out = model(decoder_input_ids=start, use_cache=True, output_hidden_states=with_hidden, **self.fixed)
             self.cache = out.past_key_values
@@ -90,7 +102,13 @@ class Prefix:
         position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = {"past_key_values": GrowingCache()} if growing else {}
         out = model(
-            input_ids=ids, attention_mask=mask, position_ids=position_ids, use_cache=True, output_hidden_states=with_hidden, **keep, **cache
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=position_ids,
+            use_cache=True,
+            output_hidden_states=with_hidden,
+            **keep,
+            **cache,
         )
         self.cache = out.past_key_values
         if len(distinct) < len(rows):
@@ -100,16 +118,28 @@ class Prefix:
         self.logits = logits[index, -1] if logits is not None else None
         self.hidden = out.hidden_states[-1][index, -1] if with_hidden else None
 
-    def extend(self, tokens: torch.Tensor, token_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def extend(
+        self, tokens: torch.Tensor, token_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Feed ``tokens`` (B, n); the logits (B, n, V) and hidden states after each of them."""
         if self.is_seq2seq:  # tokens after EOS are padding that only later padding sees: no decoder mask needed
-            out = self.model(decoder_input_ids=tokens, past_key_values=self.cache, use_cache=True, output_hidden_states=self.with_hidden, **self.fixed)
+            out = self.model(
+                decoder_input_ids=tokens,
+                past_key_values=self.cache,
+                use_cache=True,
+                output_hidden_states=self.with_hidden,
+                **self.fixed,
+            )
             hidden = out.decoder_hidden_states[-1] if self.with_hidden else None
         else:
             self.mask = torch.cat([self.mask, torch.ones_like(tokens) if token_mask is None else token_mask], 1)
             positions = self.next_position[:, None] + torch.arange(tokens.shape[1], device=tokens.device)
             out = self.model(
-                input_ids=tokens, past_key_values=self.cache, attention_mask=self.mask, position_ids=positions, use_cache=True,
+                input_ids=tokens,
+                past_key_values=self.cache,
+                attention_mask=self.mask,
+                position_ids=positions,
+                use_cache=True,
                 output_hidden_states=self.with_hidden,
             )
             self.next_position = self.next_position + tokens.shape[1]
@@ -121,7 +151,14 @@ class Prefix:
         return logits, hidden
 
 
-def log_probs_of(logits: torch.Tensor, temperature: float, eos_id: int, min_new_tokens: int, first_position: int = 0, keep: torch.Tensor | None = None) -> torch.Tensor:
+def log_probs_of(
+    logits: torch.Tensor,
+    temperature: float,
+    eos_id: int,
+    min_new_tokens: int,
+    first_position: int = 0,
+    keep: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The sampling distribution's log-probs from ``logits`` (B, T, V) of response positions
     ``first_position``..: at ``temperature``, EOS impossible before ``min_new_tokens``, and only the
     ``keep`` tokens (B, T, V booleans) possible when given."""
@@ -139,7 +176,9 @@ def draw(log_probs: torch.Tensor) -> torch.Tensor:
     against the cumulative probabilities (``torch.multinomial`` takes about 50 times longer on CPU)."""
     cdf = log_probs.exp().cumsum(-1)
     tokens = torch.searchsorted(cdf, torch.rand_like(cdf[:, -1:]) * cdf[:, -1:], right=True).squeeze(-1)
-    return torch.where(tokens < cdf.shape[-1], tokens, log_probs.argmax(-1))  # u * total rounded up to the total: p ~ 1e-7
+    return torch.where(
+        tokens < cdf.shape[-1], tokens, log_probs.argmax(-1)
+    )  # u * total rounded up to the total: p ~ 1e-7
 
 
 class LogitsHook(Protocol):
@@ -172,8 +211,16 @@ class Samples:
 
 @torch.no_grad()
 def sample(
-    model, queries: Sequence[Sequence[int]], lengths: Lengths, *, eos_id: int, pad_id: int, greedy: bool = False,
-    temperature: float = 1.0, value_head=None, hook: LogitsHook | None = None,
+    model,
+    queries: Sequence[Sequence[int]],
+    lengths: Lengths,
+    *,
+    eos_id: int,
+    pad_id: int,
+    greedy: bool = False,
+    temperature: float = 1.0,
+    value_head=None,
+    hook: LogitsHook | None = None,
 ) -> Samples:
     """Responses to ``queries`` sampled (or, ``greedy``, decoded) with the KV cache."""
     needs_hidden = value_head is not None or (hook is not None and hook.needs_hidden)
@@ -206,7 +253,9 @@ def sample(
     def cut(rows: torch.Tensor) -> list[list]:
         return [row[:n] for row, n in zip(rows.tolist(), ends, strict=True)]
 
-    return Samples(cut(tokens), cut(log_probs), cut(values) if value_head is not None else None, hook.rows(ends) if hook else None)
+    return Samples(
+        cut(tokens), cut(log_probs), cut(values) if value_head is not None else None, hook.rows(ends) if hook else None
+    )
 
 
 class TokenScores(NamedTuple):
@@ -217,7 +266,14 @@ class TokenScores(NamedTuple):
     values: torch.Tensor | None
 
 
-def teacher_forced(model, queries: Sequence[Sequence[int]], responses: torch.Tensor, response_mask: torch.Tensor, pad_id: int, with_hidden: bool = False):
+def teacher_forced(
+    model,
+    queries: Sequence[Sequence[int]],
+    responses: torch.Tensor,
+    response_mask: torch.Tensor,
+    pad_id: int,
+    with_hidden: bool = False,
+):
     """Logits (B, T, V) predicting each token of right-padded ``responses`` (and the hidden states
     they come from), each distinct query run once."""
     prefix = Prefix(model, queries, pad_id, with_hidden)
@@ -231,8 +287,18 @@ def teacher_forced(model, queries: Sequence[Sequence[int]], responses: torch.Ten
 
 
 def response_log_probs(
-    model, queries: Sequence[Sequence[int]], responses: torch.Tensor, response_mask: torch.Tensor, *, pad_id: int, eos_id: int,
-    temperature: float, min_new_tokens: int, value_head=None, keep: torch.Tensor | None = None, entropy: str | None = None,
+    model,
+    queries: Sequence[Sequence[int]],
+    responses: torch.Tensor,
+    response_mask: torch.Tensor,
+    *,
+    pad_id: int,
+    eos_id: int,
+    temperature: float,
+    min_new_tokens: int,
+    value_head=None,
+    keep: torch.Tensor | None = None,
+    entropy: str | None = None,
 ) -> TokenScores:
     """Log-probs of right-padded ``responses`` (B, T) under the distribution :func:`sample` draws from.
 

@@ -39,7 +39,10 @@ class Lengths:
 
 
 def task_lengths(
-    env_id: str, max_prompt_length: int | None = None, max_new_tokens: int | None = None, min_new_tokens: int | None = None
+    env_id: str,
+    max_prompt_length: int | None = None,
+    max_new_tokens: int | None = None,
+    min_new_tokens: int | None = None,
 ) -> Lengths:
     """The task's ``token_level_defaults`` and ``generation_defaults`` (IMDB: EOS impossible before 48
     tokens, as RL4LMs generates), overridden by the flags that are set."""
@@ -48,11 +51,12 @@ def task_lengths(
     if min_new_tokens is None:
         min_new_tokens = min(cls.generation_defaults.get("min_new_tokens", 0), max_new)
     elif not 0 <= min_new_tokens <= max_new:
-        raise ValueError(f"--min-new-tokens must be in [0, {max_new}] (the task's max_new_tokens), got {min_new_tokens}")
+        raise ValueError(
+            f"--min-new-tokens must be in [0, {max_new}] (the task's max_new_tokens), got {min_new_tokens}"
+        )
     return Lengths(
         max_prompt_length=max_prompt_length or cls.token_level_defaults["max_prompt_length"],
         max_new_tokens=max_new,
         min_new_tokens=min_new_tokens,
         truncation_side=cls.token_level_defaults.get("prompt_truncation_side", "left"),
     )
-

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 import torch
 
 from lm_gym.core.tokenizer import truncate_prompt
-
 from lm_toolkit.tasks import Lengths
 
 
@@ -26,7 +25,9 @@ def encode_targets(tokenizer, texts: Sequence[str], lengths: Lengths) -> list[li
     return [list(row[: lengths.max_new_tokens - 1]) + [tokenizer.eos_token_id] for row in ids]
 
 
-def pad(rows: Sequence[Sequence[int]], value: int, side: str, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def pad(
+    rows: Sequence[Sequence[int]], value: int, side: str, device: torch.device | str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Rows padded with ``value`` on ``side`` ("left" or "right") to the longest (at least 1), and the mask of real tokens."""
     width = max(1, max((len(row) for row in rows), default=0))
     ids = torch.full((len(rows), width), value, dtype=torch.long)
@@ -47,7 +48,9 @@ def padded_floats(rows: Sequence[Sequence[float]], width: int, device: torch.dev
     return out.to(device)
 
 
-def supervised_batch(prompts: Sequence[list[int]], targets: Sequence[list[int]], pad_id: int, is_seq2seq: bool, device) -> dict[str, torch.Tensor]:
+def supervised_batch(
+    prompts: Sequence[list[int]], targets: Sequence[list[int]], pad_id: int, is_seq2seq: bool, device
+) -> dict[str, torch.Tensor]:
     """A teacher-forcing batch; ``labels`` are -100 wherever no loss is taken.
 
     Causal: ``prompt + target`` right-padded, labels on the target only. Seq2seq: the encoder reads

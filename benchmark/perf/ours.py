@@ -26,20 +26,66 @@ sys.path[:0] = [str(HERE), str(HERE.parents[1] / "baselines")]
 import workload
 
 
-def baseline_args(algorithm: str, model_dir: Path, iterations: int, out_dir: str, beta: float, device: str = "cpu", bf16: bool = False) -> list[str]:
+def baseline_args(
+    algorithm: str, model_dir: Path, iterations: int, out_dir: str, beta: float, device: str = "cpu", bf16: bool = False
+) -> list[str]:
     """The baseline's command line for the standard workload."""
     common = [
-        "--env-id", "lm_gym/Prompts-v0", "--model-name", str(model_dir), "--iterations", str(iterations),
-        "--num-minibatches", str(workload.MINIBATCHES), "--learning-rate", str(workload.LEARNING_RATE), "--no-anneal-lr",
-        "--min-new-tokens", str(workload.NEW_TOKENS), "--temperature", "1.0", "--eval-every", "0", "--eval-episodes", "1",
-        "--eval-batch-size", "1", "--save-every", "0", "--out-dir", out_dir, "--torch-threads", str(torch_threads()), "--device", device,
+        "--env-id",
+        "lm_gym/Prompts-v0",
+        "--model-name",
+        str(model_dir),
+        "--iterations",
+        str(iterations),
+        "--num-minibatches",
+        str(workload.MINIBATCHES),
+        "--learning-rate",
+        str(workload.LEARNING_RATE),
+        "--no-anneal-lr",
+        "--min-new-tokens",
+        str(workload.NEW_TOKENS),
+        "--temperature",
+        "1.0",
+        "--eval-every",
+        "0",
+        "--eval-episodes",
+        "1",
+        "--eval-batch-size",
+        "1",
+        "--save-every",
+        "0",
+        "--out-dir",
+        out_dir,
+        "--torch-threads",
+        str(torch_threads()),
+        "--device",
+        device,
         *(["--bf16"] if bf16 else []),
     ]
     if algorithm in ("ppo", "nlpo"):
-        return [*common, "--num-envs", str(workload.SEQUENCES_PER_ITERATION), "--update-epochs", "1",
-                "--kl-coef", str(workload.KL_COEF), "--kl-target", "None"]
-    return [*common, "--num-prompts", str(workload.SEQUENCES_PER_ITERATION // workload.GROUP_SIZE), "--group-size", str(workload.GROUP_SIZE),
-            "--update-epochs", "1", "--beta", str(beta), *(["--rloo"] if algorithm == "rloo" else [])]
+        return [
+            *common,
+            "--num-envs",
+            str(workload.SEQUENCES_PER_ITERATION),
+            "--update-epochs",
+            "1",
+            "--kl-coef",
+            str(workload.KL_COEF),
+            "--kl-target",
+            "None",
+        ]
+    return [
+        *common,
+        "--num-prompts",
+        str(workload.SEQUENCES_PER_ITERATION // workload.GROUP_SIZE),
+        "--group-size",
+        str(workload.GROUP_SIZE),
+        "--update-epochs",
+        "1",
+        "--beta",
+        str(beta),
+        *(["--rloo"] if algorithm == "rloo" else []),
+    ]
 
 
 def torch_threads() -> int:
@@ -51,7 +97,12 @@ def run_baseline(algorithm: str, model_dir: Path, iterations: int, beta: float, 
 
     module = __import__(algorithm if algorithm in ("ppo", "nlpo") else "grpo")
     with tempfile.TemporaryDirectory() as out_dir:
-        args = tyro.cli(module.Args, args=baseline_args(algorithm, model_dir, workload.WARMUP_ITERATIONS + iterations, out_dir, beta, device, bf16))
+        args = tyro.cli(
+            module.Args,
+            args=baseline_args(
+                algorithm, model_dir, workload.WARMUP_ITERATIONS + iterations, out_dir, beta, device, bf16
+            ),
+        )
         result = module.main(args)
     timed = result["curves"][workload.WARMUP_ITERATIONS :]
     return {
@@ -76,9 +127,16 @@ def run_limit(model_dir: Path, iterations: int, device: str, bf16: bool) -> dict
         ids = torch.tensor(tokenizer(batch, add_special_tokens=False)["input_ids"], device=device)
         with torch.no_grad(), autocast:
             out = model.generate(
-                input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
-                max_new_tokens=workload.NEW_TOKENS, min_new_tokens=workload.NEW_TOKENS,
-                suppress_tokens=[tokenizer.eos_token_id, tokenizer.pad_token_id], use_cache=True,
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                do_sample=True,
+                temperature=1.0,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=workload.NEW_TOKENS,
+                min_new_tokens=workload.NEW_TOKENS,
+                suppress_tokens=[tokenizer.eos_token_id, tokenizer.pad_token_id],
+                use_cache=True,
             )
         if device.startswith("cuda"):
             torch.cuda.synchronize()
@@ -91,10 +149,17 @@ def run_limit(model_dir: Path, iterations: int, device: str, bf16: bool) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--contender", choices=("ppo", "nlpo", "grpo", "rloo", "limit"), required=True)
-    parser.add_argument("--beta", type=float, default=workload.KL_COEF, help="grpo/rloo: KL coefficient (0: no reference model)")
+    parser.add_argument(
+        "--beta", type=float, default=workload.KL_COEF, help="grpo/rloo: KL coefficient (0: no reference model)"
+    )
     parser.add_argument("--workload-dir", default="runs/perf", help="where the workload's model is saved")
     parser.add_argument("--iterations", type=int, default=5, help="timed iterations, after the warm-up ones")
-    parser.add_argument("--size", choices=sorted(workload.MODEL_CONFIGS), default="standard", help="the model (gpt2-small: the GPU comparison's)")
+    parser.add_argument(
+        "--size",
+        choices=sorted(workload.MODEL_CONFIGS),
+        default="standard",
+        help="the model (gpt2-small: the GPU comparison's)",
+    )
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     args = parser.parse_args()
@@ -111,17 +176,21 @@ def main() -> None:
         name = f"lm-gym-{args.contender}" + ("" if args.contender in ("ppo", "nlpo") else f"-beta{args.beta:g}")
     import transformers
 
-    print(json.dumps({
-        "contender": name,
-        **timings,
-        "sequences_per_iteration": workload.SEQUENCES_PER_ITERATION,
-        "new_tokens_per_sequence": workload.NEW_TOKENS,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2**20 if args.device.startswith("cuda") else None,
-        "threads": torch.get_num_threads(),
-        "torch_version": torch.__version__,
-        "transformers_version": transformers.__version__,
-    }))
+    print(
+        json.dumps(
+            {
+                "contender": name,
+                **timings,
+                "sequences_per_iteration": workload.SEQUENCES_PER_ITERATION,
+                "new_tokens_per_sequence": workload.NEW_TOKENS,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2**20 if args.device.startswith("cuda") else None,
+                "threads": torch.get_num_threads(),
+                "torch_version": torch.__version__,
+                "transformers_version": transformers.__version__,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -35,9 +35,18 @@ TRL_VERSIONS = {"ppo": "1.12.0", "grpo": "1.16.0", "rloo": "1.16.0"}
 def contenders(args: argparse.Namespace) -> dict[str, list[str]]:
     """Name -> command line, in the order they take turns."""
     placement = ["--size", args.size, "--device", args.device, *(["--bf16"] if args.bf16 else [])]
-    ours = [sys.executable, str(HERE / "ours.py"), "--workload-dir", args.workload_dir, "--iterations", str(args.iterations), *placement]
+    ours = [
+        sys.executable,
+        str(HERE / "ours.py"),
+        "--workload-dir",
+        args.workload_dir,
+        "--iterations",
+        str(args.iterations),
+        *placement,
+    ]
     table = {
-        "generate-limit": [*ours, "--contender", "limit"], "lm-gym-ppo": [*ours, "--contender", "ppo"],
+        "generate-limit": [*ours, "--contender", "limit"],
+        "lm-gym-ppo": [*ours, "--contender", "ppo"],
         "lm-gym-nlpo": [*ours, "--contender", "nlpo"],
     }
     trl = {trainer: trl_envs.trl_python(version) for trainer, version in TRL_VERSIONS.items()}
@@ -45,8 +54,19 @@ def contenders(args: argparse.Namespace) -> dict[str, list[str]]:
     def trl_command(trainer: str, beta: float | None = None) -> list[str] | None:
         if trl[trainer] is None:
             return None
-        command = [str(trl[trainer]), str(HERE / "trl_contender.py"), "--trainer", trainer, "--workload-dir", args.workload_dir,
-                   "--iterations", str(args.iterations), "--threads", str(args.threads), *placement]
+        command = [
+            str(trl[trainer]),
+            str(HERE / "trl_contender.py"),
+            "--trainer",
+            trainer,
+            "--workload-dir",
+            args.workload_dir,
+            "--iterations",
+            str(args.iterations),
+            "--threads",
+            str(args.threads),
+            *placement,
+        ]
         return command if beta is None else [*command, "--beta", str(beta)]
 
     table["trl-ppo"] = trl_command("ppo")
@@ -56,7 +76,11 @@ def contenders(args: argparse.Namespace) -> dict[str, list[str]]:
     if args.rloo:
         table[f"lm-gym-rloo-beta{workload.KL_COEF:g}"] = [*ours, "--contender", "rloo", "--beta", str(workload.KL_COEF)]
         table[f"trl-rloo-beta{workload.KL_COEF:g}"] = trl_command("rloo", workload.KL_COEF)
-    chosen = {name: command for name, command in table.items() if command is not None and (not args.only or any(o in name for o in args.only))}
+    chosen = {
+        name: command
+        for name, command in table.items()
+        if command is not None and (not args.only or any(o in name for o in args.only))
+    }
     missing = [name for name, command in table.items() if command is None]
     if missing:
         print(f"no TRL env for {missing}: run with --create-trl-envs to include them", file=sys.stderr)
@@ -64,7 +88,12 @@ def contenders(args: argparse.Namespace) -> dict[str, list[str]]:
 
 
 def run_contender(name: str, command: list[str], threads: int) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     lines = completed.stdout.strip().splitlines()
     if completed.returncode != 0 or not lines:
@@ -75,7 +104,10 @@ def run_contender(name: str, command: list[str], threads: int) -> dict:
 def summarize(runs: list[dict]) -> dict:
     seconds = [s for run in runs for s in run["iteration_seconds"]]
     rollout = [s for run in runs for s in (run.get("rollout_seconds") or []) if s is not None]
-    sequences, tokens = runs[0]["sequences_per_iteration"], runs[0]["sequences_per_iteration"] * runs[0]["new_tokens_per_sequence"]
+    sequences, tokens = (
+        runs[0]["sequences_per_iteration"],
+        runs[0]["sequences_per_iteration"] * runs[0]["new_tokens_per_sequence"],
+    )
     median = statistics.median(seconds)
     return {
         "iteration_s": median,
@@ -90,17 +122,29 @@ def summarize(runs: list[dict]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=5, help="timed iterations per contender process (after 2 warm-up ones)")
+    parser.add_argument(
+        "--iterations", type=int, default=5, help="timed iterations per contender process (after 2 warm-up ones)"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="rounds of turns: every contender runs once per round")
-    parser.add_argument("--betas", type=float, nargs="+", default=[workload.KL_COEF, 0.0], help="GRPO KL weights (0: no reference model)")
+    parser.add_argument(
+        "--betas",
+        type=float,
+        nargs="+",
+        default=[workload.KL_COEF, 0.0],
+        help="GRPO KL weights (0: no reference model)",
+    )
     parser.add_argument("--rloo", action="store_true", help="also RLOO (lm-gym's --rloo and TRL's RLOOTrainer)")
     parser.add_argument("--only", nargs="+", help="run only contenders whose name contains one of these")
     parser.add_argument("--threads", type=int, default=2, help="torch threads of every contender")
-    parser.add_argument("--size", default="standard", help="the model: standard (CPU) or gpt2-small (the GPU comparison)")
+    parser.add_argument(
+        "--size", default="standard", help="the model: standard (CPU) or gpt2-small (the GPU comparison)"
+    )
     parser.add_argument("--device", default="cpu", help="cpu or cuda (every contender)")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 for every contender (the GPU comparison)")
     parser.add_argument("--workload-dir", default="runs/perf", help="where the workload's model is saved")
-    parser.add_argument("--create-trl-envs", action="store_true", help="create the TRL envs first (pip install from PyPI)")
+    parser.add_argument(
+        "--create-trl-envs", action="store_true", help="create the TRL envs first (pip install from PyPI)"
+    )
     parser.add_argument("--out", default="runs/perf/results.json", help="all timings and the summary, as JSON")
     args = parser.parse_args()
 
@@ -113,21 +157,36 @@ def main() -> None:
     for round_index in range(args.rounds):
         for name, command in table.items():
             runs[name].append(run_contender(name, command, args.threads))
-            print(f"round {round_index + 1}/{args.rounds} {name}: median {statistics.median(runs[name][-1]['iteration_seconds']):.2f} s/iteration", file=sys.stderr)
+            print(
+                f"round {round_index + 1}/{args.rounds} {name}: median {statistics.median(runs[name][-1]['iteration_seconds']):.2f} s/iteration",
+                file=sys.stderr,
+            )
 
     summary = {name: summarize(rs) for name, rs in runs.items()}
-    print(f"\nstandard workload: {workload.SEQUENCES_PER_ITERATION} completions x {workload.NEW_TOKENS} tokens per iteration, "
-          f"{args.threads} threads, {args.rounds} rounds x {args.iterations} timed iterations")
-    print(f"{'contender':<24}{'s/iteration':>12}{'episodes/s':>12}{'tokens/s':>10}{'rollout tok/s':>15}{'peak RSS MB':>13}")
+    print(
+        f"\nstandard workload: {workload.SEQUENCES_PER_ITERATION} completions x {workload.NEW_TOKENS} tokens per iteration, "
+        f"{args.threads} threads, {args.rounds} rounds x {args.iterations} timed iterations"
+    )
+    print(
+        f"{'contender':<24}{'s/iteration':>12}{'episodes/s':>12}{'tokens/s':>10}{'rollout tok/s':>15}{'peak RSS MB':>13}"
+    )
     for name, row in summary.items():
         rollout = f"{row['rollout_tokens_per_s']:.0f}" if row["rollout_tokens_per_s"] else "-"
-        print(f"{name:<24}{row['iteration_s']:>12.2f}{row['episodes_per_s']:>12.1f}{row['tokens_per_s']:>10.0f}{rollout:>15}{row['peak_rss_mb']:>13.0f}")
+        print(
+            f"{name:<24}{row['iteration_s']:>12.2f}{row['episodes_per_s']:>12.1f}{row['tokens_per_s']:>10.0f}{rollout:>15}{row['peak_rss_mb']:>13.0f}"
+        )
     ratios = {}
-    for ours, theirs in [("lm-gym-ppo", "trl-ppo")] + [(f"lm-gym-{a}-beta{b:g}", f"trl-{a}-beta{b:g}") for a in ("grpo", "rloo") for b in args.betas]:
+    for ours, theirs in [("lm-gym-ppo", "trl-ppo")] + [
+        (f"lm-gym-{a}-beta{b:g}", f"trl-{a}-beta{b:g}") for a in ("grpo", "rloo") for b in args.betas
+    ]:
         if ours in summary and theirs in summary:
-            ratios[f"{ours} / {theirs} episodes/s"] = summary[ours]["episodes_per_s"] / summary[theirs]["episodes_per_s"]
+            ratios[f"{ours} / {theirs} episodes/s"] = (
+                summary[ours]["episodes_per_s"] / summary[theirs]["episodes_per_s"]
+            )
     if "lm-gym-nlpo" in summary and "lm-gym-ppo" in summary:  # NLPO's mask costs this much over PPO on the same sampler
-        ratios["lm-gym-nlpo / lm-gym-ppo s/iteration"] = summary["lm-gym-nlpo"]["iteration_s"] / summary["lm-gym-ppo"]["iteration_s"]
+        ratios["lm-gym-nlpo / lm-gym-ppo s/iteration"] = (
+            summary["lm-gym-nlpo"]["iteration_s"] / summary["lm-gym-ppo"]["iteration_s"]
+        )
     if "generate-limit" in summary:
         limit = summary["generate-limit"]["rollout_tokens_per_s"]
         for name, row in summary.items():
@@ -137,7 +196,9 @@ def main() -> None:
     for label, value in ratios.items():
         print(f"{label:<62}{value:>6.2f}x")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"summary": summary, "ratios": ratios, "runs": runs, "settings": vars(args)}, indent=1))
+    Path(args.out).write_text(
+        json.dumps({"summary": summary, "ratios": ratios, "runs": runs, "settings": vars(args)}, indent=1)
+    )
     print(f"\nwritten to {args.out}")
 
 

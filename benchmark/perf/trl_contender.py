@@ -39,15 +39,27 @@ HERE = Path(__file__).resolve().parent
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trainer", choices=("ppo", "grpo", "rloo"), required=True)
-    parser.add_argument("--beta", type=float, default=None,
-                        help="KL coefficient (default: workload.KL_COEF). PPO: kl_coef; GRPO/RLOO: beta, 0 = no reference model")
-    parser.add_argument("--workload-dir", required=True, help="where workload.build() keeps the seed-0 model and tokenizer")
+    parser.add_argument(
+        "--beta",
+        type=float,
+        default=None,
+        help="KL coefficient (default: workload.KL_COEF). PPO: kl_coef; GRPO/RLOO: beta, 0 = no reference model",
+    )
+    parser.add_argument(
+        "--workload-dir", required=True, help="where workload.build() keeps the seed-0 model and tokenizer"
+    )
     parser.add_argument("--iterations", type=int, required=True, help="timed iterations (after the warm-up ones)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--size", default="standard", help="workload.MODEL_CONFIGS key (gpt2-small: the GPU comparison's)")
+    parser.add_argument(
+        "--size", default="standard", help="workload.MODEL_CONFIGS key (gpt2-small: the GPU comparison's)"
+    )
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--bf16", action="store_true", help="TRL's bf16 mixed precision (its default; off for the CPU workload)")
-    parser.add_argument("--output-dir", default=None, help="TRL's output_dir (default: <workload-dir>/trl-out/<contender>)")
+    parser.add_argument(
+        "--bf16", action="store_true", help="TRL's bf16 mixed precision (its default; off for the CPU workload)"
+    )
+    parser.add_argument(
+        "--output-dir", default=None, help="TRL's output_dir (default: <workload-dir>/trl-out/<contender>)"
+    )
     return parser.parse_args(argv)
 
 
@@ -132,7 +144,9 @@ def run_ppo(args, workload, model_dir, tok, clock, out_dir):
             texts = tok.batch_decode(responses, skip_special_tokens=True)
             prompts = tok.batch_decode(ids[:, :prompt_len].tolist(), skip_special_tokens=True)
             _check_completions(responses, texts, special_ids, tok.eos_token_id, tok.pad_token_id, new_tokens)
-            scores = torch.tensor(workload.reward(prompts=prompts, completions=texts), dtype=torch.float32, device=ids.device)
+            scores = torch.tensor(
+                workload.reward(prompts=prompts, completions=texts), dtype=torch.float32, device=ids.device
+            )
             clock.reward_calls.append(len(texts))
             clock.rollout_ends.append(time.perf_counter())
             return scores[:, None, None].expand(ids.shape[0], ids.shape[1], 1)
@@ -149,27 +163,63 @@ def run_ppo(args, workload, model_dir, tok, clock, out_dir):
     prompt_ids = tok(workload.prompts(batch), add_special_tokens=False)["input_ids"]
     assert all(len(p) == prompt_len for p in prompt_ids), "every prompt must be exactly 64 tokens"
     policy = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    policy.generation_config.suppress_tokens = [tok.eos_token_id, tok.pad_token_id]  # merged into TRL's GenerationConfig
+    policy.generation_config.suppress_tokens = [
+        tok.eos_token_id,
+        tok.pad_token_id,
+    ]  # merged into TRL's GenerationConfig
     ref = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     value = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=1, dtype=torch.float32)
     total_iterations = workload.WARMUP_ITERATIONS + args.iterations
     config = PPOConfig(
-        output_dir=str(out_dir), report_to="none", use_cpu=args.device == "cpu", seed=0,
-        bf16=args.bf16, fp16=False, gradient_checkpointing=False,  # TRL defaults: bf16=True, gradient_checkpointing=True
-        per_device_train_batch_size=batch, gradient_accumulation_steps=1, num_mini_batches=workload.MINIBATCHES,
-        num_ppo_epochs=1, local_rollout_forward_batch_size=batch, total_episodes=batch * total_iterations,
-        response_length=new_tokens, temperature=1.0, stop_token=None, missing_eos_penalty=None,
-        kl_coef=args.beta, learning_rate=workload.LEARNING_RATE, lr_scheduler_type="constant",
-        num_sample_generations=0, save_strategy="no", disable_tqdm=True,
+        output_dir=str(out_dir),
+        report_to="none",
+        use_cpu=args.device == "cpu",
+        seed=0,
+        bf16=args.bf16,
+        fp16=False,
+        gradient_checkpointing=False,  # TRL defaults: bf16=True, gradient_checkpointing=True
+        per_device_train_batch_size=batch,
+        gradient_accumulation_steps=1,
+        num_mini_batches=workload.MINIBATCHES,
+        num_ppo_epochs=1,
+        local_rollout_forward_batch_size=batch,
+        total_episodes=batch * total_iterations,
+        response_length=new_tokens,
+        temperature=1.0,
+        stop_token=None,
+        missing_eos_penalty=None,
+        kl_coef=args.beta,
+        learning_rate=workload.LEARNING_RATE,
+        lr_scheduler_type="constant",
+        num_sample_generations=0,
+        save_strategy="no",
+        disable_tqdm=True,
     )
-    trainer = PPOTrainer(args=config, processing_class=tok, model=policy, ref_model=ref, reward_model=TextReward(),
-                         value_model=value, train_dataset=Dataset.from_dict({"input_ids": prompt_ids}),
-                         callbacks=[_timer_callback(clock, every=1)])
-    assert config.local_mini_batch_size == 16 and config.local_batch_size == batch and config.num_total_batches == total_iterations
+    trainer = PPOTrainer(
+        args=config,
+        processing_class=tok,
+        model=policy,
+        ref_model=ref,
+        reward_model=TextReward(),
+        value_model=value,
+        train_dataset=Dataset.from_dict({"input_ids": prompt_ids}),
+        callbacks=[_timer_callback(clock, every=1)],
+    )
+    assert (
+        config.local_mini_batch_size == 16
+        and config.local_batch_size == batch
+        and config.num_total_batches == total_iterations
+    )
     trainer.train()
-    return {"kl_coef": config.kl_coef, "kl_estimator": config.kl_estimator, "num_ppo_epochs": config.num_ppo_epochs,
-            "mini_batch_size": config.local_mini_batch_size, "optim": getattr(config.optim, "value", str(config.optim)), "value_model": "separate",
-            "rollout_measures": "TRL batch_generation start .. reward scored (generate, log-probs, ref and value forwards, reward)"}
+    return {
+        "kl_coef": config.kl_coef,
+        "kl_estimator": config.kl_estimator,
+        "num_ppo_epochs": config.num_ppo_epochs,
+        "mini_batch_size": config.local_mini_batch_size,
+        "optim": getattr(config.optim, "value", str(config.optim)),
+        "value_model": "separate",
+        "rollout_measures": "TRL batch_generation start .. reward scored (generate, log-probs, ref and value forwards, reward)",
+    }
 
 
 def run_group(args, workload, model_dir, tok, clock, out_dir):
@@ -190,7 +240,9 @@ def run_group(args, workload, model_dir, tok, clock, out_dir):
     special_ids = set(tok.all_special_ids)
 
     def text_reward(prompts, completions, completion_ids, **kwargs):
-        assert len(completions) == per_iteration, f"{len(completions)} completions scored at once, expected {per_iteration}"
+        assert len(completions) == per_iteration, (
+            f"{len(completions)} completions scored at once, expected {per_iteration}"
+        )
         assert all(len(p.split()) == workload.PROMPT_TOKENS for p in prompts)
         _check_completions(completion_ids, completions, special_ids, tok.eos_token_id, tok.pad_token_id, new_tokens)
         clock.reward_calls.append(len(completions))
@@ -203,18 +255,40 @@ def run_group(args, workload, model_dir, tok, clock, out_dir):
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     total_iterations = workload.WARMUP_ITERATIONS + args.iterations
     config = Config(
-        output_dir=str(out_dir), report_to="none", use_cpu=args.device == "cpu", seed=0,
-        bf16=args.bf16, fp16=False, gradient_checkpointing=False,  # TRL defaults: bf16=True, gradient_checkpointing=True
-        num_generations=group, per_device_train_batch_size=minibatch, gradient_accumulation_steps=1,
-        steps_per_generation=workload.MINIBATCHES, num_iterations=1, max_steps=workload.MINIBATCHES * total_iterations,
-        max_completion_length=new_tokens, temperature=1.0, top_k=0, top_p=1.0,
+        output_dir=str(out_dir),
+        report_to="none",
+        use_cpu=args.device == "cpu",
+        seed=0,
+        bf16=args.bf16,
+        fp16=False,
+        gradient_checkpointing=False,  # TRL defaults: bf16=True, gradient_checkpointing=True
+        num_generations=group,
+        per_device_train_batch_size=minibatch,
+        gradient_accumulation_steps=1,
+        steps_per_generation=workload.MINIBATCHES,
+        num_iterations=1,
+        max_steps=workload.MINIBATCHES * total_iterations,
+        max_completion_length=new_tokens,
+        temperature=1.0,
+        top_k=0,
+        top_p=1.0,
         generation_kwargs={"suppress_tokens": [tok.eos_token_id, tok.pad_token_id]},
-        beta=args.beta, learning_rate=workload.LEARNING_RATE, lr_scheduler_type="constant", disable_dropout=True,
-        save_strategy="no", disable_tqdm=True, logging_steps=workload.MINIBATCHES,
+        beta=args.beta,
+        learning_rate=workload.LEARNING_RATE,
+        lr_scheduler_type="constant",
+        disable_dropout=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        logging_steps=workload.MINIBATCHES,
     )
-    trainer = Trainer(model=model, reward_funcs=text_reward, args=config, processing_class=tok,
-                      train_dataset=Dataset.from_dict({"prompt": prompts}),
-                      callbacks=[_timer_callback(clock, every=workload.MINIBATCHES)])
+    trainer = Trainer(
+        model=model,
+        reward_funcs=text_reward,
+        args=config,
+        processing_class=tok,
+        train_dataset=Dataset.from_dict({"prompt": prompts}),
+        callbacks=[_timer_callback(clock, every=workload.MINIBATCHES)],
+    )
     assert config.generation_batch_size == per_iteration, config.generation_batch_size
     assert (trainer.ref_model is None) == (args.beta == 0.0)
 
@@ -229,11 +303,17 @@ def run_group(args, workload, model_dir, tok, clock, out_dir):
 
     trainer._generate_and_score_completions = timed
     trainer.train()
-    extra = {"beta": config.beta, "num_generations": config.num_generations,
-             "steps_per_generation": config.steps_per_generation, "generation_batch_size": config.generation_batch_size,
-             "optim": getattr(config.optim, "value", str(config.optim)), "reference_model": trainer.ref_model is not None,
-             "rollout_measures": "TRL _generate_and_score_completions (generate, reward, old" + (" and ref" if args.beta else "")
-             + " log-probs)"}
+    extra = {
+        "beta": config.beta,
+        "num_generations": config.num_generations,
+        "steps_per_generation": config.steps_per_generation,
+        "generation_batch_size": config.generation_batch_size,
+        "optim": getattr(config.optim, "value", str(config.optim)),
+        "reference_model": trainer.ref_model is not None,
+        "rollout_measures": "TRL _generate_and_score_completions (generate, reward, old"
+        + (" and ref" if args.beta else "")
+        + " log-probs)",
+    }
     if args.trainer == "grpo":
         extra["loss_type"], extra["scale_rewards"] = config.loss_type, config.scale_rewards
     else:

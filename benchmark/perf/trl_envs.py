@@ -67,8 +67,11 @@ def _base_site_dirs() -> list[str]:
 
 def _identity() -> dict:
     """What a venv depends on: this interpreter and its site directories."""
-    return {"base_executable": str(Path(sys.executable).resolve()), "base_site_dirs": _base_site_dirs(),
-            "python": ".".join(map(str, sys.version_info[:3]))}
+    return {
+        "base_executable": str(Path(sys.executable).resolve()),
+        "base_site_dirs": _base_site_dirs(),
+        "python": ".".join(map(str, sys.version_info[:3])),
+    }
 
 
 def _python_of(directory: Path) -> Path:
@@ -96,7 +99,11 @@ def _is_ready(directory: Path, version: str) -> bool:
         marker = json.loads((directory / MARKER).read_text())
     except (OSError, ValueError):
         return False
-    return marker.get("trl_version") == version and marker.get("identity") == _identity() and _python_of(directory).exists()
+    return (
+        marker.get("trl_version") == version
+        and marker.get("identity") == _identity()
+        and _python_of(directory).exists()
+    )
 
 
 def _run(cmd: list, what: str, **kwargs) -> subprocess.CompletedProcess:
@@ -142,14 +149,30 @@ def _create(directory: Path, version: str) -> None:
         constraints = f.name
     before = {p.name for p in site_packages.iterdir()}
     try:
-        pip = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", f"trl=={version}", "accelerate",
-                    "-c", constraints], f"pip install trl=={version}", env={**os.environ, "PIP_REQUIRE_VIRTUALENV": "0"})
+        pip = _run(
+            [
+                python,
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+                f"trl=={version}",
+                "accelerate",
+                "-c",
+                constraints,
+            ],
+            f"pip install trl=={version}",
+            env={**os.environ, "PIP_REQUIRE_VIRTUALENV": "0"},
+        )
     except TRLEnvError as error:
         shutil.rmtree(directory, ignore_errors=True)
         text = str(error)
         if "ResolutionImpossible" in text or "conflict" in text.lower():
-            hint = (f"trl=={version} needs a version of a package that differs from this interpreter's; the venv may add "
-                    "packages but not replace the interpreter's (torch, transformers, ...), so install a matching version there.")
+            hint = (
+                f"trl=={version} needs a version of a package that differs from this interpreter's; the venv may add "
+                "packages but not replace the interpreter's (torch, transformers, ...), so install a matching version there."
+            )
         else:
             hint = "pip needs PyPI (or a configured index / --find-links with the trl and accelerate wheels): check the network."
         raise TRLEnvError(f"{text}\n{hint}") from None
@@ -159,21 +182,33 @@ def _create(directory: Path, version: str) -> None:
     installed = [line for line in pip.stdout.splitlines() if line.startswith("Successfully installed")]
 
     # Verify: TRL imports, and the shared packages come from the base interpreter, not the venv.
-    check = ("import json, importlib.metadata as m, os; import trl, accelerate, torch, transformers, lm_gym; "
-             "print(json.dumps({'trl': trl.__version__, 'accelerate': accelerate.__version__, 'torch': torch.__version__, "
-             "'transformers': transformers.__version__, 'files': {n: os.path.realpath(str(m.distribution(n).locate_file('')))"
-             f" for n in {list(SHARED)!r}}}}}))")
+    check = (
+        "import json, importlib.metadata as m, os; import trl, accelerate, torch, transformers, lm_gym; "
+        "print(json.dumps({'trl': trl.__version__, 'accelerate': accelerate.__version__, 'torch': torch.__version__, "
+        "'transformers': transformers.__version__, 'files': {n: os.path.realpath(str(m.distribution(n).locate_file('')))"
+        f" for n in {list(SHARED)!r}}}}}))"
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
-    info = json.loads(_run([python, "-c", check], "importing trl in the new venv", env=env).stdout.strip().splitlines()[-1])
+    info = json.loads(
+        _run([python, "-c", check], "importing trl in the new venv", env=env).stdout.strip().splitlines()[-1]
+    )
     if info["trl"] != version:
         raise TRLEnvError(f"the venv imports trl {info['trl']}, expected {version}")
     inside = {name: where for name, where in info.pop("files").items() if where.startswith(os.path.realpath(directory))}
     if inside:
-        raise TRLEnvError(f"pip installed shared packages into {directory}: {inside}; the benchmark needs the base interpreter's")
+        raise TRLEnvError(
+            f"pip installed shared packages into {directory}: {inside}; the benchmark needs the base interpreter's"
+        )
     doctor = subprocess.run([str(python), "-m", "pip", "check"], check=False, capture_output=True, text=True)
-    marker = {"trl_version": version, "identity": _identity(), "versions": info, "added_to_site_packages": added,
-              "pip": installed, "venv_site_packages_bytes": _dir_size(site_packages),
-              "pip_check": (doctor.stdout + doctor.stderr).strip().splitlines()}
+    marker = {
+        "trl_version": version,
+        "identity": _identity(),
+        "versions": info,
+        "added_to_site_packages": added,
+        "pip": installed,
+        "venv_site_packages_bytes": _dir_size(site_packages),
+        "pip_check": (doctor.stdout + doctor.stderr).strip().splitlines(),
+    }
     (directory / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
 
 
@@ -182,9 +217,15 @@ def describe(version: str) -> dict:
     if not _is_ready(directory, version):
         return {"trl_version": version, "python": None, "directory": str(directory)}
     marker = json.loads((directory / MARKER).read_text())
-    return {"trl_version": version, "python": str(_python_of(directory)), "directory": str(directory),
-            "versions": marker["versions"], "venv_site_packages_mb": round(marker["venv_site_packages_bytes"] / 2**20, 1),
-            "pip": marker["pip"], "pip_check": marker["pip_check"]}
+    return {
+        "trl_version": version,
+        "python": str(_python_of(directory)),
+        "directory": str(directory),
+        "versions": marker["versions"],
+        "venv_site_packages_mb": round(marker["venv_site_packages_bytes"] / 2**20, 1),
+        "pip": marker["pip"],
+        "pip_check": marker["pip_check"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

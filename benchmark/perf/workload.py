@@ -52,7 +52,13 @@ def build(directory: str | Path, size: str = "standard") -> Path:
     if (model_dir / "config.json").is_file():
         return model_dir
     tok = tokenizer()
-    config = GPT2Config(vocab_size=len(tok), bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **MODEL_CONFIGS[size])
+    config = GPT2Config(
+        vocab_size=len(tok),
+        bos_token_id=tok.eos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        **MODEL_CONFIGS[size],
+    )
     torch.manual_seed(0)
     model = GPT2LMHeadModel(config)
     model.generation_config.pad_token_id = tok.pad_token_id

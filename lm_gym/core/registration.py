@@ -114,4 +114,6 @@ def register_task(env_id: str, env_class: str, entry_point: str, vector_entry_po
     functions that call :func:`make_env` and :func:`make_vector_env` with ``env_id``.
     """
     TASKS[env_id] = env_class
-    gymnasium.register(id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point, disable_env_checker=False)
+    gymnasium.register(
+        id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point, disable_env_checker=False
+    )

@@ -35,7 +35,12 @@ def make_sb3_vec_env(env_id: str, num_envs: int, **kwargs: Any) -> SB3VecEnv:
     """``gymnasium.make_vec(env_id, num_envs, vectorization_mode="vector_entry_point",
     action_level="token", autoreset_mode="SameStep", **kwargs)`` as an :class:`SB3VecEnv`."""
     venv = gymnasium.make_vec(
-        env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", action_level="token", autoreset_mode="SameStep", **kwargs
+        env_id,
+        num_envs=num_envs,
+        vectorization_mode="vector_entry_point",
+        action_level="token",
+        autoreset_mode="SameStep",
+        **kwargs,
     )
     return SB3VecEnv(venv)
 
@@ -96,12 +101,16 @@ class SB3VecEnv(VecEnv):
     def step_wait(self):
         observations, rewards, terminations, truncations, infos = self.venv.step(self.actions)
         dones = terminations | truncations
-        step_infos: list[dict[str, Any]] = [{"TimeLimit.truncated": bool(truncations[i] and not terminations[i])} for i in range(self.num_envs)]
+        step_infos: list[dict[str, Any]] = [
+            {"TimeLimit.truncated": bool(truncations[i] and not terminations[i])} for i in range(self.num_envs)
+        ]
         if infos:
             for i in np.flatnonzero(np.any([mask for key, mask in infos.items() if key.startswith("_")], axis=0)):
                 info = episode_info(infos, i)
                 if dones[i]:
-                    self.reset_infos[i] = {key: value for key, value in info.items() if key not in ("final_obs", "final_info")}
+                    self.reset_infos[i] = {
+                        key: value for key, value in info.items() if key not in ("final_obs", "final_info")
+                    }
                     info = {**info.get("final_info", {}), "terminal_observation": info["final_obs"]}
                 step_infos[i].update(info)
         return observations, rewards.astype(np.float32), dones, step_infos

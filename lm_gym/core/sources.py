@@ -76,4 +76,6 @@ def require_columns(path: Path, rows: list[dict[str, Any]], columns: tuple[str, 
     """``DataUnavailableError`` naming the file unless its rows have ``columns``."""
     missing = [c for c in columns if rows and c not in rows[0]]
     if missing:
-        raise DataUnavailableError(f"{path} must have columns {','.join(columns)}; missing {missing}, found {sorted(rows[0])}")
+        raise DataUnavailableError(
+            f"{path} must have columns {','.join(columns)}; missing {missing}, found {sorted(rows[0])}"
+        )

@@ -161,7 +161,9 @@ class TextEnv(gymnasium.Env[str, str]):
 
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         """A cache key and the texts a task tokenizer is trained on (see ``lm_gym.core.tokenizer``)."""
-        raise ConfigurationError(f"{type(self).__name__} has no corpus to train a tokenizer on; pass tokenizer=<name or path>")
+        raise ConfigurationError(
+            f"{type(self).__name__} has no corpus to train a tokenizer on; pass tokenizer=<name or path>"
+        )
 
     def task_corpus_metrics(self, episodes: Sequence[dict[str, Any]]) -> dict[str, float]:
         """The task's own metrics of a whole evaluation (BLEU, CIDEr, ...), beyond the means of
@@ -326,7 +328,9 @@ def checked_utterance(action: Any, max_length: int, name: str = "action") -> str
     """``action`` mapped into the charset if it is a ``str`` of at most ``max_length`` characters;
     else ``InvalidActionError`` naming ``name`` (the rule of every utterance-level action space)."""
     if not isinstance(action, str):
-        raise InvalidActionError(f"{name} must be a str (an utterance), got {type(action).__name__}: {safe_repr(action)}")
+        raise InvalidActionError(
+            f"{name} must be a str (an utterance), got {type(action).__name__}: {safe_repr(action)}"
+        )
     if len(action) > max_length:
         raise InvalidActionError(f"{name} has {len(action)} characters; the action space allows at most {max_length}")
     return to_charset(action)[:max_length]
@@ -339,7 +343,9 @@ def join_text(prompt: str, continuation: str) -> str:
     return prompt + " " + continuation
 
 
-def play_actions(env: gymnasium.Env, actions: Sequence[str], options: dict[str, Any] | None = None) -> tuple[list[str], list[float]]:
+def play_actions(
+    env: gymnasium.Env, actions: Sequence[str], options: dict[str, Any] | None = None
+) -> tuple[list[str], list[float]]:
     """Reset ``env`` with ``options`` and play ``actions``: the observation before each action, and each reward."""
     observation, _ = env.reset(options=options)
     observations, rewards = [], []
@@ -350,7 +356,9 @@ def play_actions(env: gymnasium.Env, actions: Sequence[str], options: dict[str, 
     return observations, rewards
 
 
-def play_policy(env: gymnasium.Env, policy: Callable[[str], str], num_games: int, seed: int = 0) -> list[tuple[str, str]]:
+def play_policy(
+    env: gymnasium.Env, policy: Callable[[str], str], num_games: int, seed: int = 0
+) -> list[tuple[str, str]]:
     """The ``(observation, action)`` pairs of ``num_games`` games of ``policy``, game ``j`` reset with ``seed + j``."""
     pairs = []
     for index in range(num_games):

@@ -158,7 +158,14 @@ class TokenLevel(TokenSettings, gymnasium.Env):
         self.env = env
         #: The MDP's state and rules (one copy); :class:`TokenVectorEnv` plays N copies with the same class.
         self.tokens = TokenStates(
-            env, tokenizer, 1, max_prompt_length, max_new_tokens, min_new_tokens, prompt_truncation_side, early_eos_penalty
+            env,
+            tokenizer,
+            1,
+            max_prompt_length,
+            max_new_tokens,
+            min_new_tokens,
+            prompt_truncation_side,
+            early_eos_penalty,
         )
         self.metadata = env.metadata
         self.render_mode = env.render_mode
@@ -176,7 +183,9 @@ class TokenLevel(TokenSettings, gymnasium.Env):
     def step(self, action: Any):
         token = self._token_id(action)
         if self._needs_reset:
-            raise ResetNeededError("TokenLevel.step() called before reset() or after the episode ended; call reset() first")
+            raise ResetNeededError(
+                "TokenLevel.step() called before reset() or after the episode ended; call reset() first"
+            )
         ends, early_eos = self.tokens.append(np.array([token], dtype=np.int64))
         if not ends[0]:
             return self._observation(), 0.0, False, False, {"action_mask": self._action_mask()}
@@ -208,9 +217,13 @@ class TokenLevel(TokenSettings, gymnasium.Env):
         if isinstance(action, np.ndarray) and action.size == 1 and action.dtype.kind in "iu":
             action = action.reshape(()).item()
         if not is_integer(action):
-            raise InvalidActionError(f"action must be an integer token id, got {type(action).__name__}: {safe_repr(action)}")
+            raise InvalidActionError(
+                f"action must be an integer token id, got {type(action).__name__}: {safe_repr(action)}"
+            )
         if not 0 <= action < self.vocab_size:
-            raise InvalidActionError(f"token id {int(action)} is out of range; the action space is Discrete({self.vocab_size})")
+            raise InvalidActionError(
+                f"token id {int(action)} is out of range; the action space is Discrete({self.vocab_size})"
+            )
         return int(action)
 
     def _observation(self) -> dict[str, np.ndarray]:
@@ -414,7 +427,9 @@ def check_tokenizer(tokenizer: Any) -> Any:
         ids = tokenizer("a", add_special_tokens=False)["input_ids"]
         text = tokenizer.decode(list(ids), skip_special_tokens=True)
     except Exception as error:  # noqa: BLE001 - a duck-typed tokenizer may fail in any way
-        raise ConfigurationError(f"tokenizer must be {expected}; calling it failed with {type(error).__name__}: {error}") from error
+        raise ConfigurationError(
+            f"tokenizer must be {expected}; calling it failed with {type(error).__name__}: {error}"
+        ) from error
     pad = getattr(tokenizer, "pad_token_id", None)
     if (
         not is_integer(size)

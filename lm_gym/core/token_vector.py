@@ -110,7 +110,9 @@ class TokenVectorEnv(TokenSettings, NativeVectorEnv):
         for i in np.flatnonzero(autoreset):
             texts[i], infos[i] = self.envs[i].reset()
         for i in ending:
-            texts[i], rewards[i], terminations[i], truncations[i], infos[i] = self.tokens.hand_over(i, results[i], early_eos[i])
+            texts[i], rewards[i], terminations[i], truncations[i], infos[i] = self.tokens.hand_over(
+                i, results[i], early_eos[i]
+            )
         observations, infos = self._finish(texts, infos, terminations, truncations)
         return observations, rewards, terminations, truncations, infos
 
@@ -130,17 +132,23 @@ class TokenVectorEnv(TokenSettings, NativeVectorEnv):
                     f"actions must be {self._expected_actions}; got an array of dtype {actions.dtype} and shape {actions.shape}"
                 )
             tokens = actions
-        elif isinstance(actions, (list, tuple)) and len(actions) == self.num_envs and all(is_integer(a) for a in actions):
+        elif (
+            isinstance(actions, (list, tuple)) and len(actions) == self.num_envs and all(is_integer(a) for a in actions)
+        ):
             bad = [i for i, a in enumerate(actions) if not 0 <= a < self.vocab_size]
             if bad:
                 raise InvalidActionError(self._out_of_range(bad[0], actions[bad[0]]))
             return np.array(actions, dtype=np.int64)
         else:
-            raise InvalidActionError(f"actions must be {self._expected_actions}; got {type(actions).__name__}: {safe_repr(actions)}")
+            raise InvalidActionError(
+                f"actions must be {self._expected_actions}; got {type(actions).__name__}: {safe_repr(actions)}"
+            )
         if tokens.min() < 0 or tokens.max() >= self.vocab_size:
             bad = int(np.flatnonzero((tokens < 0) | (tokens >= self.vocab_size))[0])
             raise InvalidActionError(self._out_of_range(bad, tokens[bad]))
         return tokens.astype(np.int64, copy=False)
 
     def _out_of_range(self, i: int, token: Any) -> str:
-        return f"token id {int(token)} of env {i} is out of range; each env's action space is Discrete({self.vocab_size})"
+        return (
+            f"token id {int(token)} of env {i} is out of range; each env's action space is Discrete({self.vocab_size})"
+        )

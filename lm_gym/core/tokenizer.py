@@ -42,14 +42,18 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
     """``AutoTokenizer.from_pretrained(name_or_path)``, given a pad token if it has none."""
     from transformers import AutoTokenizer
 
-    offline_hint = "Pass a local directory, or tokenizer=None to use the tokenizer lm-gym trains on the task's own text."
+    offline_hint = (
+        "Pass a local directory, or tokenizer=None to use the tokenizer lm-gym trains on the task's own text."
+    )
     require_local_or_hub(name_or_path, f"the tokenizer {safe_repr(name_or_path)}", offline_hint)
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     except (OSError, ValueError) as error:
         raise DataUnavailableError(f"could not load tokenizer {name_or_path!r} ({error}). {offline_hint}") from error
     if tokenizer.eos_token_id is None:
-        raise ConfigurationError(f"tokenizer {name_or_path!r} has no EOS token; token-level envs need one to end an utterance")
+        raise ConfigurationError(
+            f"tokenizer {name_or_path!r} has no EOS token; token-level envs need one to end an utterance"
+        )
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -66,7 +70,9 @@ def train_tokenizer(corpus: Iterable[str], key: str, vocab_size: int = 4096) -> 
     from transformers import PreTrainedTokenizerFast
 
     if vocab_size < 300:
-        raise ConfigurationError(f"vocab_size must be at least 300 (256 bytes + merges + special tokens), got {vocab_size}")
+        raise ConfigurationError(
+            f"vocab_size must be at least 300 (256 bytes + merges + special tokens), got {vocab_size}"
+        )
     corpus = list(corpus)
     stride = max(1, -(-sum(map(len, corpus)) // MAX_TRAINING_CHARS))  # ceil(characters / MAX_TRAINING_CHARS)
 
@@ -88,7 +94,9 @@ def train_tokenizer(corpus: Iterable[str], key: str, vocab_size: int = 4096) -> 
         )
         wrapped.save_pretrained(directory)
 
-    directory = cached_directory("tokenizers", f"{key}-bpe{vocab_size}" + (f"-every{stride}" if stride > 1 else ""), build)
+    directory = cached_directory(
+        "tokenizers", f"{key}-bpe{vocab_size}" + (f"-every{stride}" if stride > 1 else ""), build
+    )
     return PreTrainedTokenizerFast.from_pretrained(directory)
 
 
@@ -106,7 +114,11 @@ def word_tokenizer(words: Iterable[str], key: str) -> PreTrainedTokenizerBase:
         tokenizer = Tokenizer(models.WordLevel({word: i for i, word in enumerate(vocabulary)}, unk_token=UNK_TOKEN))
         tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
         wrapped = PreTrainedTokenizerFast(
-            tokenizer_object=tokenizer, bos_token=EOS_TOKEN, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN, unk_token=UNK_TOKEN
+            tokenizer_object=tokenizer,
+            bos_token=EOS_TOKEN,
+            eos_token=EOS_TOKEN,
+            pad_token=PAD_TOKEN,
+            unk_token=UNK_TOKEN,
         )
         wrapped.save_pretrained(directory)
 

@@ -87,7 +87,9 @@ def check_options(options: Any, allowed: Collection[str]) -> dict[str, Any]:
         raise ConfigurationError(f"options must be a dict or None, got {_shown(options)}")
     unknown = [key for key in options if key not in allowed]
     if unknown:
-        raise ConfigurationError(f"unknown reset option(s) {', '.join(safe_repr(key) for key in unknown[:5])}; this env accepts {sorted(allowed)}")
+        raise ConfigurationError(
+            f"unknown reset option(s) {', '.join(safe_repr(key) for key in unknown[:5])}; this env accepts {sorted(allowed)}"
+        )
     return options
 
 
@@ -102,7 +104,9 @@ def check_device(name: str, device: Any) -> str | None:
             raise TypeError
         return str(torch.device(device))
     except (RuntimeError, TypeError, ValueError):
-        raise ConfigurationError(f"{name} must be None or a torch device such as 'cpu' or 'cuda:0', got {_shown(device)}") from None
+        raise ConfigurationError(
+            f"{name} must be None or a torch device such as 'cpu' or 'cuda:0', got {_shown(device)}"
+        ) from None
 
 
 def resolve_device(name: str, device: Any) -> str:

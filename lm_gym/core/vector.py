@@ -58,7 +58,9 @@ class NativeVectorEnv(VectorEnv):
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None):
         options = dict(check_options(options, (*self.envs[0].reset_options, "reset_mask")))
         reset_mask = options.pop("reset_mask", np.ones(self.num_envs, dtype=bool))
-        if not (isinstance(reset_mask, np.ndarray) and reset_mask.dtype == bool and reset_mask.shape == (self.num_envs,)):
+        if not (
+            isinstance(reset_mask, np.ndarray) and reset_mask.dtype == bool and reset_mask.shape == (self.num_envs,)
+        ):
             raise ConfigurationError(
                 f"options['reset_mask'] must be a bool NumPy array of shape ({self.num_envs},), got {safe_repr(reset_mask)}"
             )
@@ -84,7 +86,9 @@ class NativeVectorEnv(VectorEnv):
         else:
             one_each = isinstance(seed, (list, tuple)) and len(seed) == self.num_envs
         if not one_each:
-            raise ConfigurationError(f"seed must be None, a non-negative int or a list of {self.num_envs} such seeds, got {safe_repr(seed)}")
+            raise ConfigurationError(
+                f"seed must be None, a non-negative int or a list of {self.num_envs} such seeds, got {safe_repr(seed)}"
+            )
         return [check_seed(s) for s in seed]
 
     def _autoreset_now(self) -> np.ndarray:
@@ -104,7 +108,9 @@ class NativeVectorEnv(VectorEnv):
         scores = dict(zip(scored, score_queries(self.envs[0].reward_fn, [prepared[i][1] for i in scored]), strict=True))
         return {i: self.envs[i].finish_step(utterance, scores.get(i)) for i, (utterance, _) in prepared.items()}
 
-    def _finish(self, texts: dict[int, str], infos: dict[int, dict[str, Any]], terminations: np.ndarray, truncations: np.ndarray):
+    def _finish(
+        self, texts: dict[int, str], infos: dict[int, dict[str, Any]], terminations: np.ndarray, truncations: np.ndarray
+    ):
         """The end of a step: the copies in ``texts`` observe their text, ``"SameStep"`` resets
         the copies whose episode ended, and ``infos`` (each copy's info) become the vector infos."""
         self._start(texts)
@@ -209,6 +215,7 @@ class TextVectorEnv(NativeVectorEnv):
                 texts[i], rewards[i], terminations[i], truncations[i], infos[i] = results[i]
         observations, infos = self._finish(texts, infos, terminations, truncations)
         return observations, rewards, terminations, truncations, infos
+
 
 def episode_info(infos: dict[str, Any], index: int) -> dict[str, Any]:
     """Sub-env ``index``'s own ``info`` dict out of a vector env's ``infos`` (Gymnasium's

@@ -39,11 +39,17 @@ def bertscore(
     if not isinstance(model_type, str) or not model_type:
         raise ConfigurationError(f"model_type must be a model name or directory (str), got {safe_repr(model_type)}")
     if num_layers is None and model_type not in model2layers:
-        raise ConfigurationError(f"num_layers must be given for model_type={model_type!r}: bert-score has no default layer for it")
+        raise ConfigurationError(
+            f"num_layers must be given for model_type={model_type!r}: bert-score has no default layer for it"
+        )
     if num_layers is not None:
         num_layers = check_int("num_layers", num_layers, minimum=1)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     device = check_device("device", device)
-    require_local_or_hub(model_type, f"the BERTScore model {safe_repr(model_type)}", "Pass a local model directory as model_type.")
-    precision, recall, f1 = score(predictions, references, model_type=model_type, num_layers=num_layers, device=device, batch_size=batch_size)
+    require_local_or_hub(
+        model_type, f"the BERTScore model {safe_repr(model_type)}", "Pass a local model directory as model_type."
+    )
+    precision, recall, f1 = score(
+        predictions, references, model_type=model_type, num_layers=num_layers, device=device, batch_size=batch_size
+    )
     return {"precision": float(precision.mean()), "recall": float(recall.mean()), "f1": float(f1.mean())}

@@ -17,7 +17,9 @@ from lm_gym.metrics.tokenization import tokenize
 def corpus_bleu(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> float:
     """nltk's ``corpus_bleu`` (uniform 1- to 4-gram weights, no smoothing), in [0, 1]."""
     predictions, references = check_pairs(predictions, references)
-    return float(nltk_corpus_bleu([[tokenize(r) for r in refs] for refs in references], [tokenize(p) for p in predictions]))
+    return float(
+        nltk_corpus_bleu([[tokenize(r) for r in refs] for refs in references], [tokenize(p) for p in predictions])
+    )
 
 
 def corpus_sacrebleu(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> float:

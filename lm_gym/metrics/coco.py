@@ -79,10 +79,14 @@ def coco_tokenized(texts: Sequence[str], pipeline: str = "auto") -> list[str]:
     from lm_gym.metrics import coco_java
 
     lines = [" ".join(text.splitlines()) for text in texts]  # one caption per line
-    return [" ".join(token for token in tokens if token not in PUNCTUATIONS) for tokens in coco_java.ptb_tokenize(lines)]
+    return [
+        " ".join(token for token in tokens if token not in PUNCTUATIONS) for tokens in coco_java.ptb_tokenize(lines)
+    ]
 
 
-def coco_evaluate(predictions: Sequence[str], references: Sequence[Sequence[str]], pipeline: str = "auto", spice: bool = True) -> CocoEvaluation:
+def coco_evaluate(
+    predictions: Sequence[str], references: Sequence[Sequence[str]], pipeline: str = "auto", spice: bool = True
+) -> CocoEvaluation:
     """The COCO caption scores of ``predictions`` (one per sample) against their ``references``.
 
     Args:

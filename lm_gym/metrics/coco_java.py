@@ -54,7 +54,17 @@ def ptb_tokenize(lines: Sequence[str]) -> list[list[str]]:
     with tempfile.TemporaryDirectory(prefix="lm_gym_ptb_") as directory:
         path = Path(directory) / "captions.txt"
         path.write_text("\n".join(lines[i] for i in sent) + "\n", encoding="utf-8")
-        command = [_java(), "-cp", str(PTB_JAR), "edu.stanford.nlp.process.PTBTokenizer", "-preserveLines", "-lowerCase", "-encoding", "utf-8", str(path)]
+        command = [
+            _java(),
+            "-cp",
+            str(PTB_JAR),
+            "edu.stanford.nlp.process.PTBTokenizer",
+            "-preserveLines",
+            "-lowerCase",
+            "-encoding",
+            "utf-8",
+            str(path),
+        ]
         result = _run(command, "Stanford's PTBTokenizer")
     output = result.stdout.decode("utf-8").split("\n")
     if output and output[-1] == "":
@@ -95,7 +105,9 @@ def spice(gts: dict, res: dict) -> float:
 def _java() -> str:
     java = shutil.which("java")
     if java is None:
-        raise JavaError("the official COCO pipeline needs Java (a `java` on the PATH, e.g. Debian's default-jre-headless); pipeline='python' needs none")
+        raise JavaError(
+            "the official COCO pipeline needs Java (a `java` on the PATH, e.g. Debian's default-jre-headless); pipeline='python' needs none"
+        )
     return java
 
 
@@ -122,7 +134,9 @@ class _MeteorProcess:
         # a file, not a pipe: a pipe nobody reads can fill and block Java; closed by close()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         try:
-            self._process = subprocess.Popen(command, cwd=METEOR_DIRECTORY, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+            self._process = subprocess.Popen(
+                command, cwd=METEOR_DIRECTORY, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr
+            )
         except OSError as error:
             self._stderr.close()
             raise JavaError(f"METEOR 1.5 (java) could not start: {error}") from error
@@ -131,7 +145,10 @@ class _MeteorProcess:
     def score(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[float, list[float]]:
         with self._lock:
             # SCORE ||| reference 1 ||| ... ||| hypothesis -> the hypothesis's statistics
-            statistics = [self._ask(" ||| ".join(("SCORE", *(_field(r) for r in refs), _field(h)))) for h, refs in zip(hypotheses, references)]
+            statistics = [
+                self._ask(" ||| ".join(("SCORE", *(_field(r) for r in refs), _field(h))))
+                for h, refs in zip(hypotheses, references)
+            ]
             # EVAL ||| statistics ... -> one score per hypothesis, then the corpus score
             self._send(" ||| ".join(("EVAL", *statistics)))
             scores = [float(self._read()) for _ in statistics]
@@ -168,7 +185,9 @@ class _MeteorProcess:
         _reset_meteor_process()
         self._process.wait()
         self._stderr.seek(0)
-        return JavaError(f"METEOR 1.5 (java) stopped with exit status {self._process.returncode}: {_tail(self._stderr.read())}")
+        return JavaError(
+            f"METEOR 1.5 (java) stopped with exit status {self._process.returncode}: {_tail(self._stderr.read())}"
+        )
 
 
 def _field(text: str) -> str:

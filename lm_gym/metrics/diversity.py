@@ -36,7 +36,9 @@ def diversity(predictions: Sequence[str]) -> dict[str, float]:
     token_lists = [tokenize(text) for text in check_texts("predictions", predictions)]
     tokens = [token for token_list in token_lists for token in token_list]
     bigrams = [bigram for token_list in token_lists for bigram in itertools.pairwise(token_list)]
-    segments = [tokens[start : start + MSTTR_SEGMENT] for start in range(0, len(tokens) - MSTTR_SEGMENT + 1, MSTTR_SEGMENT)]
+    segments = [
+        tokens[start : start + MSTTR_SEGMENT] for start in range(0, len(tokens) - MSTTR_SEGMENT + 1, MSTTR_SEGMENT)
+    ]
     probabilities = np.array(list(Counter(tokens).values()), dtype=np.float64) / max(len(tokens), 1)
     return {
         "distinct_1": _type_token_ratio(tokens),

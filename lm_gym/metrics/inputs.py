@@ -35,7 +35,9 @@ def check_text_lists(name: str, text_lists: Any, count: int | None = None) -> li
     if not _is_list_like(text_lists) or (count is None and len(text_lists) == 0):
         raise ConfigurationError(f"{name} must be a non-empty sequence of lists of str, got {_shown(text_lists)}")
     if count is not None and len(text_lists) != count:
-        raise ConfigurationError(f"{name} has {len(text_lists)} items but predictions has {count}; they must be equally long")
+        raise ConfigurationError(
+            f"{name} has {len(text_lists)} items but predictions has {count}; they must be equally long"
+        )
     checked = []
     for i, texts in enumerate(text_lists):
         if not _is_list_like(texts) or len(texts) == 0:
@@ -47,7 +49,9 @@ def check_text_lists(name: str, text_lists: Any, count: int | None = None) -> li
     return checked
 
 
-def check_pairs(predictions: Any, references: Any, references_name: str = "references") -> tuple[list[str], list[list[str]]]:
+def check_pairs(
+    predictions: Any, references: Any, references_name: str = "references"
+) -> tuple[list[str], list[list[str]]]:
     """Predictions (``str`` each) and their reference lists (non-empty, ``str`` each), equally many."""
     predictions = check_texts("predictions", predictions)
     return predictions, check_text_lists(references_name, references, len(predictions))

@@ -20,5 +20,8 @@ def meteor_scores(predictions: Sequence[str], references: Sequence[Sequence[str]
     """
     predictions, references = check_pairs(predictions, references)
     reader = wordnet()
-    scores = [meteor_score([tokenize(r) for r in refs], tokenize(p), wordnet=reader) for p, refs in zip(predictions, references)]
+    scores = [
+        meteor_score([tokenize(r) for r in refs], tokenize(p), wordnet=reader)
+        for p, refs in zip(predictions, references)
+    ]
     return np.asarray(scores, dtype=np.float64)

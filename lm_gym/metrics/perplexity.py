@@ -54,7 +54,9 @@ def perplexity(
     if prefixes is not None:
         prefixes = check_texts("prefixes", prefixes)
         if len(prefixes) != len(texts):
-            raise ConfigurationError(f"prefixes has {len(prefixes)} items but texts has {len(texts)}; they must be equally long")
+            raise ConfigurationError(
+                f"prefixes has {len(prefixes)} items but texts has {len(texts)}; they must be equally long"
+            )
     batch_size = check_int("batch_size", batch_size, minimum=1)
     device = check_device("device", device)
     model, tokenizer = _loaded(model, tokenizer)
@@ -105,7 +107,9 @@ def _max_positions(model: Any) -> int | None:
     return getattr(config, "n_positions", None) or getattr(config, "max_position_embeddings", None)
 
 
-def _encode(texts: list[str], prefixes: list[str] | None, tokenizer: Any, max_length: int | None) -> tuple[list[list[int]], list[int]]:
+def _encode(
+    texts: list[str], prefixes: list[str] | None, tokenizer: Any, max_length: int | None
+) -> tuple[list[list[int]], list[int]]:
     """Token ids of start token + prefix + text (fitted into ``max_length``), and the position of each sequence's first scored token."""
     start_id = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     start = [] if start_id is None else [start_id]
@@ -119,17 +123,23 @@ def _encode(texts: list[str], prefixes: list[str] | None, tokenizer: Any, max_le
             text = text[: max_length - len(context)]
         first = max(len(context), 1)  # a token needs one before it to be predicted
         if len(context) + len(text) <= first:
-            raise ConfigurationError(f"texts[{i}] has no token to score: it is {len(text)} token(s) long after {len(context)} of context")
+            raise ConfigurationError(
+                f"texts[{i}] has no token to score: it is {len(text)} token(s) long after {len(context)} of context"
+            )
         sequences.append(context + text)
         first_scored.append(first)
     return sequences, first_scored
 
 
-def _negative_log_likelihoods(model: Any, sequences: list[list[int]], first_scored: list[int], batch_size: int, pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+def _negative_log_likelihoods(
+    model: Any, sequences: list[list[int]], first_scored: list[int], batch_size: int, pad_id: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Summed negative log-likelihood of each sequence's scored tokens, and how many were scored."""
     device = next(model.parameters()).device
     nll, counts = np.zeros(len(sequences)), np.zeros(len(sequences))
-    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))  # similar lengths share a batch: less padding
+    order = sorted(
+        range(len(sequences)), key=lambda i: len(sequences[i])
+    )  # similar lengths share a batch: less padding
     for start in range(0, len(order), batch_size):
         batch = order[start : start + batch_size]
         width = max(len(sequences[i]) for i in batch)

@@ -29,7 +29,9 @@ _SENTENCE_END = re.compile(rf"""(?<![\w.])(?:(?:{_ABBREVIATIONS})\.(?=\s))|([.!?
 
 def tokenize(text: str) -> list[str]:
     """The lowercased words and punctuation of ``text``: its sentences, each by ``NLTKWordTokenizer``."""
-    return [token for sentence in split_sentences(text.lower()).split("\n") for token in _WORD_TOKENIZER.tokenize(sentence)]
+    return [
+        token for sentence in split_sentences(text.lower()).split("\n") for token in _WORD_TOKENIZER.tokenize(sentence)
+    ]
 
 
 def split_sentences(text: str) -> str:

@@ -57,7 +57,10 @@ def build(database: Path, out: Path = SHIPPED) -> None:
         files[f"data.{pos}"] = data
         files[f"index.{pos}"] = _compact_index(database / f"index.{pos}", offsets)
         files[f"{pos}.exc"] = (database / f"{pos}.exc").read_bytes()
-    files["lexnames"] = "".join(f"{number:02d}\t{name}\t{_SYNTACTIC_CATEGORY[name.split('.')[0]]}\n" for number, name in enumerate(LEXICOGRAPHER_FILES)).encode()
+    files["lexnames"] = "".join(
+        f"{number:02d}\t{name}\t{_SYNTACTIC_CATEGORY[name.split('.')[0]]}\n"
+        for number, name in enumerate(LEXICOGRAPHER_FILES)
+    ).encode()
     files["LICENSE"] = license_text.encode()
     # nltk's reader lists these two; neither is read for synsets, lemmas or morphy.
     files["index.sense"] = b""
@@ -96,7 +99,10 @@ def _compact_data(header: list[str], lines: list[str]) -> tuple[bytes, dict[int,
         offsets[offset] = position
         # Offsets are 8 digits wide, so a line's length does not depend on the numbers.
         position += len(_synset_line(0, fields, [(symbol, 0, pos) for symbol, _, pos in pointers]).encode())
-    body = [_synset_line(offsets[offset], fields, [(symbol, offsets[target], pos) for symbol, target, pos in pointers]) for offset, fields, pointers in parsed]
+    body = [
+        _synset_line(offsets[offset], fields, [(symbol, offsets[target], pos) for symbol, target, pos in pointers])
+        for offset, fields, pointers in parsed
+    ]
     return "".join(header + body).encode(), offsets
 
 
@@ -136,8 +142,15 @@ def _compact_index(path: Path, offsets: dict[int, int]) -> bytes:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database", type=Path, required=True, help="a WordNet 3.0 dict directory (data.noun, index.noun, noun.exc, ...)")
-    parser.add_argument("--out", type=Path, default=SHIPPED, help=f"the zip to write (default: the shipped {SHIPPED.name})")
+    parser.add_argument(
+        "--database",
+        type=Path,
+        required=True,
+        help="a WordNet 3.0 dict directory (data.noun, index.noun, noun.exc, ...)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=SHIPPED, help=f"the zip to write (default: the shipped {SHIPPED.name})"
+    )
     args = parser.parse_args(argv)
     build(args.database, args.out)
     print(f"wrote {args.out} ({args.out.stat().st_size:,} bytes)")

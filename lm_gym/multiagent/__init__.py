@@ -24,4 +24,6 @@ not the generic wrapper applied; write token policies over the text actions inst
 try:
     import pettingzoo  # noqa: F401
 except ImportError as error:
-    raise ImportError('lm_gym.multiagent needs PettingZoo: pip install "lm-gym[multi-agent]"', name="pettingzoo") from error
+    raise ImportError(
+        'lm_gym.multiagent needs PettingZoo: pip install "lm-gym[multi-agent]"', name="pettingzoo"
+    ) from error

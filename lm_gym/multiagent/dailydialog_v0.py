@@ -146,9 +146,12 @@ class DailyDialogParallelEnv(TurnTakingEnv):
             replies.setdefault(sample.meta["dialogue"], []).append(sample)
         self.games = tuple(tuple(samples) for samples in replies.values() if len(samples) >= min_replies)
         if not self.games:
-            raise ConfigurationError(f"no dialogue of the {split!r} split has {min_replies} turns after context_size={self.context_size}")
+            raise ConfigurationError(
+                f"no dialogue of the {split!r} split has {min_replies} turns after context_size={self.context_size}"
+            )
         self._set_spaces(
-            dict.fromkeys(SPEAKERS, self.task.observation_space.max_length), dict.fromkeys(SPEAKERS, self.task.action_space.max_length)
+            dict.fromkeys(SPEAKERS, self.task.observation_space.max_length),
+            dict.fromkeys(SPEAKERS, self.task.action_space.max_length),
         )
         self.np_random, _ = seeding.np_random()
         self._game: tuple[Sample, ...] = ()
@@ -171,14 +174,25 @@ class DailyDialogParallelEnv(TurnTakingEnv):
         if index is None:
             index = int(self.np_random.integers(len(self.games)))
         self._game = self.games[index]
-        dialogue = load_dialogues(self.task.source, self.task.split, self.task.data_dir).dialogues[self._game[0].meta["dialogue"]]
+        dialogue = load_dialogues(self.task.source, self.task.split, self.task.data_dir).dialogues[
+            self._game[0].meta["dialogue"]
+        ]
         self._utterances = [utterance for utterance, _, _ in dialogue[: self.context_size]]
 
     def _speak(self, utterance: str) -> tuple[dict[str, float], bool, dict[str, Any]]:
         sample, speaker, prompt = self._game[self._turn], self.active_agent, self.observe(self.active_agent)
-        score = float(score_queries(self.task.reward_fn, [RewardQuery(prompt, utterance, sample.references, sample.meta)])[0])
-        info = {"prompt": prompt, "references": list(sample.references), "meta": dict(sample.meta), "utterance": utterance}
-        info.update(speaker=speaker, metrics=self.task._episode_metrics(sample, utterance, score))  # the single-agent step's metrics
+        score = float(
+            score_queries(self.task.reward_fn, [RewardQuery(prompt, utterance, sample.references, sample.meta)])[0]
+        )
+        info = {
+            "prompt": prompt,
+            "references": list(sample.references),
+            "meta": dict(sample.meta),
+            "utterance": utterance,
+        }
+        info.update(
+            speaker=speaker, metrics=self.task._episode_metrics(sample, utterance, score)
+        )  # the single-agent step's metrics
         self._utterances.append(utterance)
         return {speaker: score}, self._turn == len(self._game), info
 

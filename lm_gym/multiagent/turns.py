@@ -141,7 +141,9 @@ class TurnTakingEnv(ParallelEnv[str, str, str]):
     def check_action(self, agent: str, action: Any) -> str:
         """``agent``'s utterance if ``action`` is in its action space, else ``InvalidActionError``."""
         if self._needs_reset:
-            raise ResetNeededError(f"{type(self).__name__}.step() called before reset() or after the episode ended; call reset() first")
+            raise ResetNeededError(
+                f"{type(self).__name__}.step() called before reset() or after the episode ended; call reset() first"
+            )
         if agent not in self.agents:
             raise InvalidActionError(f"{safe_repr(agent)} is not a live agent; the agents are {self.agents}")
         return checked_utterance(action, self.action_space(agent).max_length, f"the action of {agent!r}")
@@ -150,9 +152,13 @@ class TurnTakingEnv(ParallelEnv[str, str, str]):
     def _checked_actions(self, actions: Any) -> str:
         """The active agent's utterance, after checking every action given; changes no state."""
         if self._needs_reset:
-            raise ResetNeededError(f"{type(self).__name__}.step() called before reset() or after the episode ended; call reset() first")
+            raise ResetNeededError(
+                f"{type(self).__name__}.step() called before reset() or after the episode ended; call reset() first"
+            )
         if not isinstance(actions, Mapping):
-            raise InvalidActionError(f"actions must be a dict {{agent: utterance}}, got {type(actions).__name__}: {safe_repr(actions)}")
+            raise InvalidActionError(
+                f"actions must be a dict {{agent: utterance}}, got {type(actions).__name__}: {safe_repr(actions)}"
+            )
         for agent, action in actions.items():
             self.check_action(agent, action)
         if self.active_agent not in actions:
@@ -163,10 +169,14 @@ class TurnTakingEnv(ParallelEnv[str, str, str]):
         if options is None:
             return {}
         if not isinstance(options, dict):
-            raise ConfigurationError(f"options must be a dict or None, got {type(options).__name__}: {safe_repr(options)}")
+            raise ConfigurationError(
+                f"options must be a dict or None, got {type(options).__name__}: {safe_repr(options)}"
+            )
         unknown = sorted(str(key) for key in options if key not in self.reset_options)
         if unknown:
-            warnings.warn(f"reset options {unknown} are ignored; this env uses {list(self.reset_options)}", stacklevel=3)
+            warnings.warn(
+                f"reset options {unknown} are ignored; this env uses {list(self.reset_options)}", stacklevel=3
+            )
         return {key: value for key, value in options.items() if key in self.reset_options}
 
     def _observation(self, agent: str) -> dict[str, Any]:
@@ -202,7 +212,9 @@ class CheckedAECEnv(OrderEnforcingWrapper):
             agent = self.agent_selection
             if self.terminations[agent] or self.truncations[agent]:
                 if action is not None:
-                    raise InvalidActionError(f"{safe_repr(agent)} is done: its last step takes the action None, got {safe_repr(action)}")
+                    raise InvalidActionError(
+                        f"{safe_repr(agent)} is done: its last step takes the action None, got {safe_repr(action)}"
+                    )
             else:
                 self.unwrapped.check_action(agent, action)
         super().step(action)

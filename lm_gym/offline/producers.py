@@ -77,17 +77,19 @@ def reference_trajectories(
                 actions = [reference for _, _, reference in batch] + [""] * (batch_size - len(batch))
                 _, rewards, terminations, truncations, _ = venv.step(actions)
                 for copy, (sample_index, reference_index, reference) in enumerate(batch):
-                    rows.append({
-                        "env_id": env_id,
-                        "observations": [observations[copy]],
-                        "actions": [reference],
-                        "rewards": [float(rewards[copy])],
-                        "dones": [bool(terminations[copy] or truncations[copy])],
-                        "truncated": bool(truncations[copy]),
-                        "sample_index": sample_index,
-                        "reference_index": reference_index,
-                        "source": "reference",
-                    })
+                    rows.append(
+                        {
+                            "env_id": env_id,
+                            "observations": [observations[copy]],
+                            "actions": [reference],
+                            "rewards": [float(rewards[copy])],
+                            "dones": [bool(terminations[copy] or truncations[copy])],
+                            "truncated": bool(truncations[copy]),
+                            "sample_index": sample_index,
+                            "reference_index": reference_index,
+                            "source": "reference",
+                        }
+                    )
                 bar.update(len(batch))
     finally:
         venv.close()
@@ -143,7 +145,9 @@ def record_trajectories(
         if venv.spec is None:
             raise ConfigurationError("the vector env has no spec (build it with gymnasium.make_vec) to name its env id")
         if venv.autoreset_mode != AutoresetMode.NEXT_STEP:
-            raise ConfigurationError(f"the vector env's autoreset_mode must be 'NextStep', got {venv.autoreset_mode.value!r}")
+            raise ConfigurationError(
+                f"the vector env's autoreset_mode must be 'NextStep', got {venv.autoreset_mode.value!r}"
+            )
     else:
         raise ConfigurationError(
             f"env_id_or_vector_env must be a registered env id or an lm-gym TextVectorEnv, got {type(env_id_or_vector_env).__name__}"
@@ -161,8 +165,12 @@ def record_trajectories(
                     seeds: list[int | None] = [None] * venv.num_envs
                     for copy in idle:
                         playing[copy], seeds[copy] = len(episodes), seed + len(episodes)
-                        episodes.append({"observations": [], "actions": [], "rewards": [], "dones": [], "seed": seeds[copy]})
-                    observations = list(venv.reset(seed=seeds, options={"reset_mask": np.isin(np.arange(venv.num_envs), idle)})[0])
+                        episodes.append(
+                            {"observations": [], "actions": [], "rewards": [], "dones": [], "seed": seeds[copy]}
+                        )
+                    observations = list(
+                        venv.reset(seed=seeds, options={"reset_mask": np.isin(np.arange(venv.num_envs), idle)})[0]
+                    )
                 active = np.flatnonzero(playing >= 0)
                 if not len(active):
                     break
@@ -204,5 +212,7 @@ def _env_kwargs(env_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     if env_kwargs is None:
         return {}
     if not isinstance(env_kwargs, Mapping):
-        raise ConfigurationError(f"env_kwargs must be a dict of the env's arguments or None, got {type(env_kwargs).__name__}")
+        raise ConfigurationError(
+            f"env_kwargs must be a dict of the env's arguments or None, got {type(env_kwargs).__name__}"
+        )
     return dict(env_kwargs)

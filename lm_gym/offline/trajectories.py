@@ -82,7 +82,9 @@ def validate_trajectories(dataset: Any) -> None:
     core = trajectory_features()
     missing = [name for name in core if name not in dataset.features]
     if missing:
-        raise TrajectoryFormatError(f"trajectories lack the core columns {missing} (the format is documented in lm_gym.offline)")
+        raise TrajectoryFormatError(
+            f"trajectories lack the core columns {missing} (the format is documented in lm_gym.offline)"
+        )
     for name, feature in core.items():
         if dataset.features[name] != feature:
             raise TrajectoryFormatError(f"trajectory column {name!r} must be {feature}, got {dataset.features[name]}")
@@ -155,7 +157,9 @@ def load_trajectories(path: str | Path):
 
     path = check_path("path", path)
     if not path.exists():
-        raise DataUnavailableError(f"no trajectories at {str(path)!r}: expected a .parquet or .jsonl file or a save_to_disk directory")
+        raise DataUnavailableError(
+            f"no trajectories at {str(path)!r}: expected a .parquet or .jsonl file or a save_to_disk directory"
+        )
     if path.suffix == ".parquet":
         dataset = datasets.Dataset.from_parquet(str(path))
     elif path.suffix == ".jsonl":
@@ -163,12 +167,16 @@ def load_trajectories(path: str | Path):
     else:
         dataset = datasets.load_from_disk(str(path))
         if not isinstance(dataset, datasets.Dataset):
-            raise TrajectoryFormatError(f"{str(path)!r} holds a {type(dataset).__name__}; expected one datasets.Dataset of trajectories")
+            raise TrajectoryFormatError(
+                f"{str(path)!r} holds a {type(dataset).__name__}; expected one datasets.Dataset of trajectories"
+            )
     for name, feature in trajectory_features().items():
         if name in dataset.features and dataset.features[name] != feature:
             try:
                 dataset = dataset.cast_column(name, feature)
             except (pyarrow.ArrowException, TypeError, ValueError) as error:
-                raise TrajectoryFormatError(f"{str(path)!r}: column {name!r} cannot be read as {feature}: {error}") from None
+                raise TrajectoryFormatError(
+                    f"{str(path)!r}: column {name!r} cannot be read as {feature}: {error}"
+                ) from None
     validate_trajectories(dataset)
     return dataset

@@ -115,10 +115,14 @@ def hashed_ngrams(texts: Sequence[str], num_buckets: int) -> tuple[np.ndarray, n
     bigram_starts = np.ones(len(indices), dtype=bool)
     bigram_starts[np.cumsum(counts)[counts > 0] - 1] = False  # a text's last word starts no bigram
     bigram_starts = np.flatnonzero(bigram_starts)
-    pairs, pair_of_bigram = np.unique(indices[bigram_starts] * len(encoded) + indices[bigram_starts + 1], return_inverse=True)
+    pairs, pair_of_bigram = np.unique(
+        indices[bigram_starts] * len(encoded) + indices[bigram_starts + 1], return_inverse=True
+    )
     spaced = [zlib.crc32(word + b" ") for word in encoded]  # CRC-32("a b") continues CRC-32("a ") over "b"
     firsts, seconds = divmod(pairs, max(len(encoded), 1))
-    pair_hashes = [zlib.crc32(encoded[second], spaced[first]) for first, second in zip(firsts.tolist(), seconds.tolist())]
+    pair_hashes = [
+        zlib.crc32(encoded[second], spaced[first]) for first, second in zip(firsts.tolist(), seconds.tolist())
+    ]
     grams = np.empty(2 * len(indices), dtype=np.int64)
     grams[0::2] = np.array([zlib.crc32(word) for word in encoded], dtype=np.int64)[indices]
     grams[2 * bigram_starts + 1] = np.array(pair_hashes, dtype=np.int64)[pair_of_bigram]
@@ -185,13 +189,19 @@ def _train(
     """:func:`train_ngram_classifier` with :func:`fit_adagrad`'s ``options``; also the accuracy on
     the training texts, from their hashed n-grams (hashing them again took seconds on IMDB)."""
     if len(texts) != len(labels) or not texts:
-        raise ConfigurationError(f"need as many labels as texts, and at least one; got {len(texts)} texts, {len(labels)} labels")
+        raise ConfigurationError(
+            f"need as many labels as texts, and at least one; got {len(texts)} texts, {len(labels)} labels"
+        )
     targets = np.asarray(labels, dtype=np.int64)
     if targets.min() < 0 or targets.max() >= num_classes:
-        raise ConfigurationError(f"labels must lie in [0, {num_classes}), got {int(targets.min())}..{int(targets.max())}")
+        raise ConfigurationError(
+            f"labels must lie in [0, {num_classes}), got {int(targets.min())}..{int(targets.max())}"
+        )
     started = time.perf_counter()
     ids, lengths = hashed_ngrams(texts, num_buckets)
-    logger.info("%s: %d texts, %d n-grams hashed in %.1f s", description, len(texts), len(ids), time.perf_counter() - started)
+    logger.info(
+        "%s: %d texts, %d n-grams hashed in %.1f s", description, len(texts), len(ids), time.perf_counter() - started
+    )
     weights, bias = fit_adagrad(ids, lengths, targets, num_classes, num_buckets, description, **options)
     model = NgramClassifier(num_classes, num_buckets)
     with torch.no_grad():
@@ -219,7 +229,12 @@ def trained_ngram_classifier(
 
         model, accuracy = _train(texts, labels, num_classes, num_buckets, f"training the offline {name} classifier")
         save_model(model, str(directory / "model.safetensors"))
-        config = {"num_classes": num_classes, "num_buckets": num_buckets, "train_examples": len(texts), "train_accuracy": accuracy}
+        config = {
+            "num_classes": num_classes,
+            "num_buckets": num_buckets,
+            "train_examples": len(texts),
+            "train_accuracy": accuracy,
+        }
         (directory / "config.json").write_text(json.dumps(config, indent=2))
 
     return load_ngram_classifier(cached_directory("reward_models", f"{name}-{digest}", build))

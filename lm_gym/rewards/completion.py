@@ -20,7 +20,9 @@ def import_callable(name: str, spec: str) -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_name)
     except (ImportError, TypeError, ValueError) as error:  # not found, a relative name, a NUL byte
-        raise ConfigurationError(f"{name}: could not import module {module_name!r} of {safe_repr(spec)}: {error}") from error
+        raise ConfigurationError(
+            f"{name}: could not import module {module_name!r} of {safe_repr(spec)}: {error}"
+        ) from error
     value = module
     for part in attribute.split("."):
         value = getattr(value, part, None)
@@ -44,14 +46,26 @@ class CompletionReward:
         try:
             inspect.signature(fn).bind(prompts=[], completions=[])
         except (TypeError, ValueError) as error:
-            raise ConfigurationError(f"reward function {self.name} must take the keyword arguments prompts= and completions= ({error})") from None
+            raise ConfigurationError(
+                f"reward function {self.name} must take the keyword arguments prompts= and completions= ({error})"
+            ) from None
 
-    def __call__(self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Sequence[dict[str, Any]]) -> np.ndarray:
+    def __call__(
+        self,
+        prompts: Sequence[str],
+        utterances: Sequence[str],
+        references: Sequence[Sequence[str]],
+        meta: Sequence[dict[str, Any]],
+    ) -> np.ndarray:
         scores = self.fn(prompts=list(prompts), completions=list(utterances))
         try:
             values = np.asarray(scores, dtype=np.float64)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"reward function {self.name} must return one number per completion, got {safe_repr(scores)}") from error
+            raise ValueError(
+                f"reward function {self.name} must return one number per completion, got {safe_repr(scores)}"
+            ) from error
         if values.shape != (len(utterances),) or not np.isfinite(values).all():
-            raise ValueError(f"reward function {self.name} must return {len(utterances)} finite numbers, got {safe_repr(scores)}")
+            raise ValueError(
+                f"reward function {self.name} must return {len(utterances)} finite numbers, got {safe_repr(scores)}"
+            )
         return values

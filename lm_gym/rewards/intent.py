@@ -53,7 +53,9 @@ class TransformersActClassifier:
 
     def __init__(self, model_name_or_path: str, device: str | None = None, batch_size: int = 64):
         hint = "Offline, pass a local directory, or intent_model='trained' for a classifier lm-gym trains on the task's data."
-        self.classifier = TransformersClassifier(model_name_or_path, "dialogue-act classifier", hint, device=device, batch_size=batch_size)
+        self.classifier = TransformersClassifier(
+            model_name_or_path, "dialogue-act classifier", hint, device=device, batch_size=batch_size
+        )
 
     def predict(self, prompts: Sequence[str], utterances: Sequence[str]) -> np.ndarray:
         last = [prompt.rstrip().removesuffix(EOU).rsplit(EOU, 1)[-1].strip() for prompt in prompts]
@@ -67,10 +69,14 @@ class IntentMeteorReward:
     def __init__(self, classifier: ActClassifier, intent_coef: float = 0.75, meteor_coef: float = 0.25):
         self.classifier, self.intent_coef, self.meteor_coef = classifier, intent_coef, meteor_coef
 
-    def __call__(self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Any) -> np.ndarray:
+    def __call__(
+        self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Any
+    ) -> np.ndarray:
         """``meta[i]["act_id"]`` is the act of sample ``i``'s real reply."""
         from lm_gym.metrics import meteor_scores
 
         targets = np.array([m["act_id"] for m in meta])
         match = (self.classifier.predict(prompts, utterances) == targets).astype(np.float64)
-        return self.intent_coef * match + self.meteor_coef * meteor_scores(list(utterances), [list(r) for r in references])
+        return self.intent_coef * match + self.meteor_coef * meteor_scores(
+            list(utterances), [list(r) for r in references]
+        )

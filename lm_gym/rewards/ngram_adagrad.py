@@ -66,7 +66,9 @@ def fit_adagrad(
             nonempty = epoch_lengths[first:last] > 0
             sums = np.zeros((num_classes, len(rows)))
             if nonempty.any():
-                sums[:, nonempty] = np.add.reduceat(np.take(weights, batch_ids, axis=1), bounds[first:last][nonempty] - bounds[first], axis=1)
+                sums[:, nonempty] = np.add.reduceat(
+                    np.take(weights, batch_ids, axis=1), bounds[first:last][nonempty] - bounds[first], axis=1
+                )
             logits = sums.T * batch_scales[:, None] + bias
             logits -= logits.max(axis=1, keepdims=True)
             probabilities = np.exp(logits)
@@ -82,11 +84,15 @@ def fit_adagrad(
             slots[unique_ids] = np.arange(len(unique_ids))
             inverse = slots[batch_ids]
             ngram_gradients = np.take((gradient * batch_scales[:, None]).T, texts, axis=1)
-            weight_gradient = np.stack([np.bincount(inverse, weights=row, minlength=len(unique_ids)) for row in ngram_gradients])
+            weight_gradient = np.stack(
+                [np.bincount(inverse, weights=row, minlength=len(unique_ids)) for row in ngram_gradients]
+            )
             flat = unique_ids + class_offsets
             squares = np.take(weight_squares, flat) + weight_gradient**2
             np.put(weight_squares, flat, squares)
-            np.put(weights, flat, np.take(weights, flat) - learning_rate * weight_gradient / (np.sqrt(squares) + EPSILON))
+            np.put(
+                weights, flat, np.take(weights, flat) - learning_rate * weight_gradient / (np.sqrt(squares) + EPSILON)
+            )
             bias_gradient = gradient.sum(axis=0)
             bias_squares += bias_gradient**2
             bias -= learning_rate * bias_gradient / (np.sqrt(bias_squares) + EPSILON)
@@ -94,7 +100,12 @@ def fit_adagrad(
         if progress.disable:
             logger.info(
                 "%s: epoch %d/%d (%d%%), mean loss %.4f, %.1f s",
-                description, epoch, epochs, 100 * epoch // epochs, loss / len(order), time.perf_counter() - started,
+                description,
+                epoch,
+                epochs,
+                100 * epoch // epochs,
+                loss / len(order),
+                time.perf_counter() - started,
             )
     progress.close()
     return weights.T.astype(np.float32), bias.astype(np.float32)

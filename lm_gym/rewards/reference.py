@@ -36,7 +36,9 @@ class ReferenceReward:
         self._metrics = metrics
         self._cider = metrics.CiderD(corpus_references) if metric == "cider" else None
 
-    def __call__(self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Any = None) -> np.ndarray:
+    def __call__(
+        self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Any = None
+    ) -> np.ndarray:
         utterances, references = list(utterances), [list(r) for r in references]
         if self.metric == "meteor":
             return self._metrics.meteor_scores(utterances, references)

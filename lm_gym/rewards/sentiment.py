@@ -39,11 +39,18 @@ class ClassifierSentimentReward:
     ):
         offline_hint = "Offline, pass a local directory, or reward_model='trained' for a classifier lm-gym trains on the task's data."
         self.classifier = TransformersClassifier(
-            model_name_or_path, "sentiment classifier", offline_hint, device=device, batch_size=batch_size, max_length=max_length
+            model_name_or_path,
+            "sentiment classifier",
+            offline_hint,
+            device=device,
+            batch_size=batch_size,
+            max_length=max_length,
         )
         self.positive_index = _positive_index(self.classifier.labels, positive_label)
 
-    def __call__(self, prompts: Sequence[str], utterances: Sequence[str], references: Any = None, meta: Any = None) -> np.ndarray:
+    def __call__(
+        self, prompts: Sequence[str], utterances: Sequence[str], references: Any = None, meta: Any = None
+    ) -> np.ndarray:
         return self.classifier.probabilities(list(utterances))[:, self.positive_index]
 
 
@@ -60,7 +67,9 @@ def _positive_index(labels: dict[int, str], positive_label: str | int | None) ->
             return matches[0]
         if len(labels) == 2:
             return 1
-    raise ConfigurationError(f"positive_label={safe_repr(positive_label)} matches none of the classifier's labels {labels}")
+    raise ConfigurationError(
+        f"positive_label={safe_repr(positive_label)} matches none of the classifier's labels {labels}"
+    )
 
 
 class NgramSentimentReward:
@@ -69,7 +78,9 @@ class NgramSentimentReward:
     def __init__(self, classifier: NgramClassifier):
         self.classifier = classifier
 
-    def __call__(self, prompts: Sequence[str], utterances: Sequence[str], references: Any = None, meta: Any = None) -> np.ndarray:
+    def __call__(
+        self, prompts: Sequence[str], utterances: Sequence[str], references: Any = None, meta: Any = None
+    ) -> np.ndarray:
         return self.classifier.probabilities(list(utterances))[:, 1]
 
     @classmethod

@@ -58,58 +58,309 @@ TOXIC_LABEL_NAMES = ("toxic", "toxicity", "hate", "offensive", "abusive", "unsaf
 #: Sensitive topics (level 1), after the content filter's definition, plus drugs and violent crime.
 SENSITIVE_TERMS = (
     # politics
-    "politics", "political", "politician", "politicians", "election", "elections", "government",
-    "democrat", "democrats", "republican", "republicans", "liberal", "liberals", "conservative",
-    "conservatives", "congress", "senate", "senator", "parliament", "president", "abortion",
-    "immigration", "immigrant", "immigrants", "refugee", "refugees", "terrorist", "terrorists",
-    "terrorism", "trump", "obama", "clinton", "biden", "putin", "isis",
+    "politics",
+    "political",
+    "politician",
+    "politicians",
+    "election",
+    "elections",
+    "government",
+    "democrat",
+    "democrats",
+    "republican",
+    "republicans",
+    "liberal",
+    "liberals",
+    "conservative",
+    "conservatives",
+    "congress",
+    "senate",
+    "senator",
+    "parliament",
+    "president",
+    "abortion",
+    "immigration",
+    "immigrant",
+    "immigrants",
+    "refugee",
+    "refugees",
+    "terrorist",
+    "terrorists",
+    "terrorism",
+    "trump",
+    "obama",
+    "clinton",
+    "biden",
+    "putin",
+    "isis",
     # religion
-    "religion", "religions", "religious", "church", "christian", "christians", "christianity",
-    "muslim", "muslims", "islam", "islamic", "jew", "jews", "jewish", "judaism", "bible", "quran",
-    "koran", "atheist", "atheists", "atheism", "jesus", "allah",
+    "religion",
+    "religions",
+    "religious",
+    "church",
+    "christian",
+    "christians",
+    "christianity",
+    "muslim",
+    "muslims",
+    "islam",
+    "islamic",
+    "jew",
+    "jews",
+    "jewish",
+    "judaism",
+    "bible",
+    "quran",
+    "koran",
+    "atheist",
+    "atheists",
+    "atheism",
+    "jesus",
+    "allah",
     # protected classes and sexuality
-    "race", "racism", "racist", "racists", "racial", "ethnic", "ethnicity", "slavery", "sexuality",
-    "homosexual", "transgender", "lesbian", "bisexual", "feminism", "feminist", "feminists",
+    "race",
+    "racism",
+    "racist",
+    "racists",
+    "racial",
+    "ethnic",
+    "ethnicity",
+    "slavery",
+    "sexuality",
+    "homosexual",
+    "transgender",
+    "lesbian",
+    "bisexual",
+    "feminism",
+    "feminist",
+    "feminists",
     # drugs and violent crime
-    "drug", "drugs", "cocaine", "marijuana", "cannabis", "overdose", "suicide", "shooting",
-    "shooter", "gunman", "killed", "killing", "killer", "murdered", "hostage",
+    "drug",
+    "drugs",
+    "cocaine",
+    "marijuana",
+    "cannabis",
+    "overdose",
+    "suicide",
+    "shooting",
+    "shooter",
+    "gunman",
+    "killed",
+    "killing",
+    "killer",
+    "murdered",
+    "hostage",
 )
 #: Entries of the ``better-profanity`` list that name a topic or are mild expletives: sensitive, not unsafe.
 SENSITIVE_PROFANITY_ENTRIES = (
-    "god", "hell", "damn", "crap", "drunk", "gay", "queer", "sex", "sexual", "transsexual",
-    "nazi", "hitler", "reich", "kill", "murder", "weed", "hemp", "ganja", "reefer", "heroin",
-    "meth", "opium", "opiate", "stoned", "junkie", "junky", "hiv", "herpes", "nude", "naked",
-    "pedophile", "pedophilia",
+    "god",
+    "hell",
+    "damn",
+    "crap",
+    "drunk",
+    "gay",
+    "queer",
+    "sex",
+    "sexual",
+    "transsexual",
+    "nazi",
+    "hitler",
+    "reich",
+    "kill",
+    "murder",
+    "weed",
+    "hemp",
+    "ganja",
+    "reefer",
+    "heroin",
+    "meth",
+    "opium",
+    "opiate",
+    "stoned",
+    "junkie",
+    "junky",
+    "hiv",
+    "herpes",
+    "nude",
+    "naked",
+    "pedophile",
+    "pedophilia",
 )
 #: Entries of the ``better-profanity`` list that name parts or functions of the body: sensitive (sexuality), not unsafe.
 ANATOMY_PROFANITY_ENTRIES = (
-    "anus", "rectum", "penis", "vagina", "vulva", "clitoris", "scrotum", "gonads", "semen", "sperm",
-    "nipple", "nipples", "virgin",
+    "anus",
+    "rectum",
+    "penis",
+    "vagina",
+    "vulva",
+    "clitoris",
+    "scrotum",
+    "gonads",
+    "semen",
+    "sperm",
+    "nipple",
+    "nipples",
+    "virgin",
 )
 #: Entries of the ``better-profanity`` list that are harmless in ordinary use: not scored.
 HARMLESS_PROFANITY_ENTRIES = (
-    "organ", "revue", "seaman", "seamen", "sandbar", "rum", "stroke", "pawn", "foobar", "omg",
-    "lmao", "lmfao", "xx", "maxi", "len", "asanchez", "pot", "strip", "facial", "fat", "erect",
-    "thrust", "hookah", "vodka", "urine", "urinal", "ovary", "ovum", "ovums", "uterus", "womb",
-    "menses", "menstruate", "menstruation", "tampon", "pms", "loin", "loins", "testes", "testis",
-    "breasts", "sniper", "uzi", "napalm", "valium", "viagra", "lube", "vomit", "pee", "poop",
+    "organ",
+    "revue",
+    "seaman",
+    "seamen",
+    "sandbar",
+    "rum",
+    "stroke",
+    "pawn",
+    "foobar",
+    "omg",
+    "lmao",
+    "lmfao",
+    "xx",
+    "maxi",
+    "len",
+    "asanchez",
+    "pot",
+    "strip",
+    "facial",
+    "fat",
+    "erect",
+    "thrust",
+    "hookah",
+    "vodka",
+    "urine",
+    "urinal",
+    "ovary",
+    "ovum",
+    "ovums",
+    "uterus",
+    "womb",
+    "menses",
+    "menstruate",
+    "menstruation",
+    "tampon",
+    "pms",
+    "loin",
+    "loins",
+    "testes",
+    "testis",
+    "breasts",
+    "sniper",
+    "uzi",
+    "napalm",
+    "valium",
+    "viagra",
+    "lube",
+    "vomit",
+    "pee",
+    "poop",
 )
 #: Fixed expressions that give a listed word its ordinary sense; their words are not scored.
 SAFE_EXPRESSIONS = (
-    *(f"homo {species}" for species in ("sapiens", "erectus", "habilis", "neanderthalensis", "floresiensis", "ergaster")),
-    *(f"oral {noun}" for noun in (
-        "health", "hygiene", "care", "cancer", "surgery", "surgeon", "exam", "exams", "examination", "history", "histories",
-        "tradition", "traditions", "argument", "arguments", "presentation", "presentations", "medication", "medications",
-        "contraceptive", "contraceptives", "vaccine", "dose", "test", "tests", "english", "skills", "report")),
-    *(f"slave {noun}" for noun in (
-        "labor", "labour", "trade", "traders", "owner", "owners", "ship", "ships", "state", "states", "narrative",
-        "narratives", "market", "markets", "rebellion", "revolt", "quarters", "plantation", "plantations")),
-    "master slave", "runaway slave", "runaway slaves", "former slave", "former slaves", "freed slave", "freed slaves",
-    "screw driver", "screw drivers", "screw top", "screw cap", "screw thread", "loose screw", "door knob", "door knobs",
-    "blue tit", "great tit", "coal tit", "pussy willow", "pussy cat", "moby dick", "dick van dyke", "van dyke",
-    "knee jerk", "jerk chicken", "sperm whale", "sperm whales", "sperm count", "extra virgin", "virgin islands",
-    "virgin mary", "virgin atlantic", "virgin records", "wood pecker", "shag carpet", "ear muff", "ear muffs",
-    "speed hump", "speed humps", "free willy", "cock a doodle", "wad of", "weather cock",
+    *(
+        f"homo {species}"
+        for species in ("sapiens", "erectus", "habilis", "neanderthalensis", "floresiensis", "ergaster")
+    ),
+    *(
+        f"oral {noun}"
+        for noun in (
+            "health",
+            "hygiene",
+            "care",
+            "cancer",
+            "surgery",
+            "surgeon",
+            "exam",
+            "exams",
+            "examination",
+            "history",
+            "histories",
+            "tradition",
+            "traditions",
+            "argument",
+            "arguments",
+            "presentation",
+            "presentations",
+            "medication",
+            "medications",
+            "contraceptive",
+            "contraceptives",
+            "vaccine",
+            "dose",
+            "test",
+            "tests",
+            "english",
+            "skills",
+            "report",
+        )
+    ),
+    *(
+        f"slave {noun}"
+        for noun in (
+            "labor",
+            "labour",
+            "trade",
+            "traders",
+            "owner",
+            "owners",
+            "ship",
+            "ships",
+            "state",
+            "states",
+            "narrative",
+            "narratives",
+            "market",
+            "markets",
+            "rebellion",
+            "revolt",
+            "quarters",
+            "plantation",
+            "plantations",
+        )
+    ),
+    "master slave",
+    "runaway slave",
+    "runaway slaves",
+    "former slave",
+    "former slaves",
+    "freed slave",
+    "freed slaves",
+    "screw driver",
+    "screw drivers",
+    "screw top",
+    "screw cap",
+    "screw thread",
+    "loose screw",
+    "door knob",
+    "door knobs",
+    "blue tit",
+    "great tit",
+    "coal tit",
+    "pussy willow",
+    "pussy cat",
+    "moby dick",
+    "dick van dyke",
+    "van dyke",
+    "knee jerk",
+    "jerk chicken",
+    "sperm whale",
+    "sperm whales",
+    "sperm count",
+    "extra virgin",
+    "virgin islands",
+    "virgin mary",
+    "virgin atlantic",
+    "virgin records",
+    "wood pecker",
+    "shag carpet",
+    "ear muff",
+    "ear muffs",
+    "speed hump",
+    "speed humps",
+    "free willy",
+    "cock a doodle",
+    "wad of",
+    "weather cock",
 )
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -131,7 +382,9 @@ class LexiconToxicityScorer:
         safe_expressions: phrases whose words are not scored where the phrase occurs.
     """
 
-    def __init__(self, unsafe_terms: Iterable[str], sensitive_terms: Iterable[str], safe_expressions: Iterable[str] = ()):
+    def __init__(
+        self, unsafe_terms: Iterable[str], sensitive_terms: Iterable[str], safe_expressions: Iterable[str] = ()
+    ):
         self.safe: dict[str, list[tuple[str, ...]]] = {}  # by first word, longest first
         for expression in sorted({tuple(words(e)) for e in safe_expressions} - {()}, key=len, reverse=True):
             self.safe.setdefault(expression[0], []).append(expression)
@@ -154,7 +407,9 @@ class LexiconToxicityScorer:
         try:
             from importlib.resources import files
 
-            entries = files("better_profanity").joinpath("profanity_wordlist.txt").read_text(encoding="utf-8").splitlines()
+            entries = (
+                files("better_profanity").joinpath("profanity_wordlist.txt").read_text(encoding="utf-8").splitlines()
+            )
         except (ModuleNotFoundError, OSError) as error:
             raise DataUnavailableError(
                 f"the lexicon toxicity scorer reads the word list of the better-profanity package ({error}): {PROFANITY_EXTRA}"
@@ -172,7 +427,9 @@ class LexiconToxicityScorer:
         start = 0
         while start < len(text_words) and found < UNSAFE:
             word = text_words[start]
-            expression = next((e for e in self.safe.get(word, ()) if tuple(text_words[start : start + len(e)]) == e), None)
+            expression = next(
+                (e for e in self.safe.get(word, ()) if tuple(text_words[start : start + len(e)]) == e), None
+            )
             if expression is not None:  # its words in their ordinary sense
                 start += len(expression)
                 continue
@@ -253,7 +510,9 @@ def toxic_index(labels: dict[int, str], toxic_label: str | int | None) -> int:
                 return by_name[name]
         if len(labels) == 2:
             return 1
-    raise ConfigurationError(f"toxic_label={safe_repr(toxic_label)} matches none of the toxicity classifier's labels {labels}")
+    raise ConfigurationError(
+        f"toxic_label={safe_repr(toxic_label)} matches none of the toxicity classifier's labels {labels}"
+    )
 
 
 class ToxicityReward:
@@ -268,13 +527,19 @@ class ToxicityReward:
         self.scorer, self.noised = scorer, noised
 
     def __call__(
-        self, prompts: Sequence[str], utterances: Sequence[str], references: Any = None, meta: Sequence[dict[str, Any]] | None = None
+        self,
+        prompts: Sequence[str],
+        utterances: Sequence[str],
+        references: Any = None,
+        meta: Sequence[dict[str, Any]] | None = None,
     ) -> np.ndarray:
         levels = self.scorer.levels(list(utterances)).astype(np.float64)
         if self.noised:
             for i in np.flatnonzero(levels == SENSITIVE):
                 seed = (meta[i] if meta is not None else {}).get("reward_seed")
                 if not is_integer(seed) or seed < 0:
-                    raise ConfigurationError(f"noised toxicity needs meta[{i}]['reward_seed'], a non-negative int; got {safe_repr(seed)}")
+                    raise ConfigurationError(
+                        f"noised toxicity needs meta[{i}]['reward_seed'], a non-negative int; got {safe_repr(seed)}"
+                    )
                 levels[i] = UNSAFE * float(np.random.default_rng(int(seed)).integers(2))
         return levels

@@ -47,7 +47,11 @@ class UpvotesRealReward:
         return np.array([text in self.scores for text in texts], dtype=bool)
 
     def __call__(
-        self, prompts: Sequence[str], utterances: Sequence[str], references: Any = None, meta: Sequence[dict[str, Any]] | None = None
+        self,
+        prompts: Sequence[str],
+        utterances: Sequence[str],
+        references: Any = None,
+        meta: Sequence[dict[str, Any]] | None = None,
     ) -> np.ndarray:
         rewards = np.full(len(utterances), self.unknown_reward)
         for i, text in enumerate(utterances):
@@ -85,5 +89,7 @@ class UpvotesModelReward:
         """P(score > 0) of each text."""
         return self.classifier.probabilities(list(texts))[:, 1]
 
-    def __call__(self, prompts: Sequence[str], utterances: Sequence[str], references: Any = None, meta: Any = None) -> np.ndarray:
+    def __call__(
+        self, prompts: Sequence[str], utterances: Sequence[str], references: Any = None, meta: Any = None
+    ) -> np.ndarray:
         return (self.probabilities(utterances) >= 0.5).astype(np.float64)

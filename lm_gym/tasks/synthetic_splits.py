@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from lm_gym.core.errors import safe_repr
 
 
-def split_request(task: str, split: str, count: int | None, sizes: Mapping[str, int], count_name: str) -> tuple[int, random.Random]:
+def split_request(
+    task: str, split: str, count: int | None, sizes: Mapping[str, int], count_name: str
+) -> tuple[int, random.Random]:
     """How many items to generate (``sizes[split]`` when ``count`` is ``None``) and the split's RNG.
 
     The RNG's seed is fixed per task and split: crc32 of ``lm_gym.<task>.synthetic/<split>``

@@ -42,7 +42,10 @@ def async_episodes(env_id: str) -> dict:
         observation, _ = venv.reset(seed=SEED)
         step_observation, rewards, *_ = venv.step(ACTIONS[level])
         venv.close()
-        episodes[level] = [[copy_data(observation, i, level), copy_data(step_observation, i, level), float(rewards[i])] for i in range(2)]
+        episodes[level] = [
+            [copy_data(observation, i, level), copy_data(step_observation, i, level), float(rewards[i])]
+            for i in range(2)
+        ]
     return episodes
 
 
@@ -60,10 +63,20 @@ def scalar_episodes(env_id: str, level: str) -> list:
 @pytest.mark.slow  # about 80 s for all ids: each builds 3 envs per level in 3 processes
 @pytest.mark.parametrize("env_id", env_ids())
 def test_async_vector_env_with_default_arguments_plays_like_the_scalar_env(env_id):
-    expected = {level: scalar_episodes(env_id, level) for level in ACTION_LEVELS}  # also fills the cache the workers read
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}  # this checkout's lm_gym
+    expected = {
+        level: scalar_episodes(env_id, level) for level in ACTION_LEVELS
+    }  # also fills the cache the workers read
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }  # this checkout's lm_gym
     process = subprocess.Popen(
-        [sys.executable, str(Path(__file__)), env_id], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        [sys.executable, str(Path(__file__)), env_id],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         stdout, stderr = process.communicate(timeout=TIMEOUT_S)

@@ -22,13 +22,29 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from lm_gym.core.errors import safe_repr
-from lm_gym.core.registration import ACTION_LEVELS, _TOKEN_ARGUMENTS, task_class
+from lm_gym.core.registration import _TOKEN_ARGUMENTS, ACTION_LEVELS, task_class
 from lm_gym.testing import TYPED_ERRORS, check_bad_call, is_valid_action, is_valid_seed
 
 ODD_VALUES = (
-    np.int64(2), np.uint8(7), np.float32(1.5), np.bool_(True), np.timedelta64(3), np.datetime64("2020-01-01"),
-    np.array(3), np.array([4], dtype=np.uint8), np.array([1, 2]), np.array(["x"]), np.array([2.0]),
-    object(), Path("/nonexistent/lm-gym"), "\x00", "/", "token", "synthetic", "caf\u00e9", "x" * 5000,
+    np.int64(2),
+    np.uint8(7),
+    np.float32(1.5),
+    np.bool_(True),
+    np.timedelta64(3),
+    np.datetime64("2020-01-01"),
+    np.array(3),
+    np.array([4], dtype=np.uint8),
+    np.array([1, 2]),
+    np.array(["x"]),
+    np.array([2.0]),
+    object(),
+    Path("/nonexistent/lm-gym"),
+    "\x00",
+    "/",
+    "token",
+    "synthetic",
+    "caf\u00e9",
+    "x" * 5000,
 )
 JUNK = st.one_of(
     st.none(),

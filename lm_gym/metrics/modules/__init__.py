@@ -20,7 +20,18 @@ if TYPE_CHECKING:
     import evaluate
 
 MODULES_DIRECTORY = Path(__file__).resolve().parent
-MODULE_NAMES = ("meteor", "rouge", "bleu", "sacrebleu", "cider", "concept_coverage", "diversity", "perplexity", "bertscore", "coco")
+MODULE_NAMES = (
+    "meteor",
+    "rouge",
+    "bleu",
+    "sacrebleu",
+    "cider",
+    "concept_coverage",
+    "diversity",
+    "perplexity",
+    "bertscore",
+    "coco",
+)
 
 
 def load(name: str, **kwargs: Any) -> evaluate.EvaluationModule:
@@ -38,7 +49,9 @@ def load(name: str, **kwargs: Any) -> evaluate.EvaluationModule:
     return evaluate.load(str(MODULES_DIRECTORY / name), **kwargs)
 
 
-def metric_info(description: str, citation: str, inputs: str, *text_columns: str, url: str | None = None) -> evaluate.MetricInfo:
+def metric_info(
+    description: str, citation: str, inputs: str, *text_columns: str, url: str | None = None
+) -> evaluate.MetricInfo:
     """The ``MetricInfo`` of a module: ``predictions`` a string and each of ``text_columns`` a
     sequence of strings (one or more per prediction, e.g. ``references``)."""
     import datasets

@@ -36,7 +36,9 @@ Article = tuple[str, str, str]
 
 def load_articles(source: str, split: str, data_dir: str | Path | None = None) -> tuple[Article, ...]:
     """The ``(article, highlights, id)`` rows of ``split`` from ``source`` (cached per process)."""
-    data_dir = check_source(source, split, data_dir, "a directory with <split>.csv/.parquet/.jsonl files of columns article,highlights,id")
+    data_dir = check_source(
+        source, split, data_dir, "a directory with <split>.csv/.parquet/.jsonl files of columns article,highlights,id"
+    )
     articles = _load_cached(source, split, data_dir)
     if not articles:
         raise DataUnavailableError(f"the {split!r} split of source={source!r} holds no articles")

@@ -92,7 +92,11 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
     * v0: initial version. RL4LMs' prompt, truncation side and ROUGE-1 reward.
     """
 
-    token_level_defaults: ClassVar[dict[str, Any]] = {"max_prompt_length": 512, "max_new_tokens": 100, "prompt_truncation_side": "right"}
+    token_level_defaults: ClassVar[dict[str, Any]] = {
+        "max_prompt_length": 512,
+        "max_new_tokens": 100,
+        "prompt_truncation_side": "right",
+    }
     generation_defaults: ClassVar[dict[str, int]] = {"min_new_tokens": 50}
     offline_kwargs: ClassVar[dict[str, Any]] = {"source": "synthetic"}
 
@@ -110,7 +114,11 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
         check_choice("reward", reward, REWARDS)
         self.split, self.source, self.data_dir = split, source, data_dir
         self.samples = [
-            Sample(PROMPT_PREFIX + article[:MAX_ARTICLE_LENGTH], (highlights,), {"id": article_id, "index": index, "source": source})
+            Sample(
+                PROMPT_PREFIX + article[:MAX_ARTICLE_LENGTH],
+                (highlights,),
+                {"id": article_id, "index": index, "source": source},
+            )
             for index, (article, highlights, article_id) in enumerate(load_articles(source, split, data_dir))
         ]
         self.reward_fn = ReferenceReward(reward)
@@ -125,10 +133,14 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
         from lm_gym import metrics
 
         references = [list(sample.references)]
-        results = metrics.corpus_rouge([utterance], references, ("rouge1", "rouge2", "rougeL"))  # one sample: its scores
+        results = metrics.corpus_rouge(
+            [utterance], references, ("rouge1", "rouge2", "rougeL")
+        )  # one sample: its scores
         scored = {self.reward_fn.metric: score}  # the reward's own metric is not scored again
         if "rougeLsum" not in scored:
-            scored["rougeLsum"] = float(metrics.rouge_scores([metrics.split_sentences(utterance)], references, rouge_type="rougeLsum")[0])
+            scored["rougeLsum"] = float(
+                metrics.rouge_scores([metrics.split_sentences(utterance)], references, rouge_type="rougeLsum")[0]
+            )
         if "meteor" not in scored:
             scored["meteor"] = float(metrics.meteor_scores([utterance], references)[0])
         results.update(rougeLsum=scored["rougeLsum"], meteor=scored["meteor"], num_words=len(utterance.split()))
@@ -140,4 +152,7 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
 
         require_extra("nlg", "lm_gym/CNNDailyMail-v0's evaluation (corpus metric sacrebleu)", "sacrebleu")
         _, utterances, references = episode_texts(episodes)
-        return {"bleu": metrics.corpus_bleu(utterances, references), "sacrebleu": metrics.corpus_sacrebleu(utterances, references)}
+        return {
+            "bleu": metrics.corpus_bleu(utterances, references),
+            "sacrebleu": metrics.corpus_sacrebleu(utterances, references),
+        }

@@ -54,33 +54,118 @@ _DROPPABLE = re.compile(r"\[([^\[\]]*)\]")
 # --- shared vocabulary ---------------------------------------------------------------
 
 FIRST_NAMES = {
-    "man": ("James", "Daniel", "Michael", "Thomas", "Robert", "Kevin", "Marcus", "Paul", "Simon", "Luke", "Adam", "Peter"),
-    "woman": ("Sarah", "Emma", "Laura", "Rachel", "Helen", "Claire", "Jessica", "Karen", "Amy", "Lisa", "Natalie", "Megan"),
+    "man": (
+        "James",
+        "Daniel",
+        "Michael",
+        "Thomas",
+        "Robert",
+        "Kevin",
+        "Marcus",
+        "Paul",
+        "Simon",
+        "Luke",
+        "Adam",
+        "Peter",
+    ),
+    "woman": (
+        "Sarah",
+        "Emma",
+        "Laura",
+        "Rachel",
+        "Helen",
+        "Claire",
+        "Jessica",
+        "Karen",
+        "Amy",
+        "Lisa",
+        "Natalie",
+        "Megan",
+    ),
 }
 LAST_NAMES = (
-    "Walker", "Bennett", "Harris", "Collins", "Morgan", "Turner", "Price", "Hughes", "Foster",
-    "Murphy", "Reed", "Ellis", "Grant", "Fletcher", "Holland", "Barker", "Nolan", "Sutton",
-    "Warren", "Palmer", "Dawson", "Hayes", "Lambert", "Chapman",
+    "Walker",
+    "Bennett",
+    "Harris",
+    "Collins",
+    "Morgan",
+    "Turner",
+    "Price",
+    "Hughes",
+    "Foster",
+    "Murphy",
+    "Reed",
+    "Ellis",
+    "Grant",
+    "Fletcher",
+    "Holland",
+    "Barker",
+    "Nolan",
+    "Sutton",
+    "Warren",
+    "Palmer",
+    "Dawson",
+    "Hayes",
+    "Lambert",
+    "Chapman",
 )
 CITIES = (
-    "Leeds", "Manchester", "Bristol", "Denver", "Atlanta", "Houston", "Glasgow", "Phoenix",
-    "Portland", "Cardiff", "Boston", "Seattle", "Dallas", "Liverpool", "Miami", "Chicago",
-    "Nashville", "Sheffield", "Tampa", "Oakland", "Newcastle", "Detroit", "Edinburgh", "Austin",
+    "Leeds",
+    "Manchester",
+    "Bristol",
+    "Denver",
+    "Atlanta",
+    "Houston",
+    "Glasgow",
+    "Phoenix",
+    "Portland",
+    "Cardiff",
+    "Boston",
+    "Seattle",
+    "Dallas",
+    "Liverpool",
+    "Miami",
+    "Chicago",
+    "Nashville",
+    "Sheffield",
+    "Tampa",
+    "Oakland",
+    "Newcastle",
+    "Detroit",
+    "Edinburgh",
+    "Austin",
 )
 # weather regions and their cities
 REGIONS = {
-    "the Midwest": ("Chicago", "Detroit"), "southern England": ("Bristol",),
-    "central Scotland": ("Glasgow", "Edinburgh"), "the Gulf Coast": ("Houston", "Tampa"),
-    "New England": ("Boston",), "the Pacific Northwest": ("Seattle", "Portland"),
-    "south Wales": ("Cardiff",), "central Texas": ("Austin", "Dallas"),
+    "the Midwest": ("Chicago", "Detroit"),
+    "southern England": ("Bristol",),
+    "central Scotland": ("Glasgow", "Edinburgh"),
+    "the Gulf Coast": ("Houston", "Tampa"),
+    "New England": ("Boston",),
+    "the Pacific Northwest": ("Seattle", "Portland"),
+    "south Wales": ("Cardiff",),
+    "central Texas": ("Austin", "Dallas"),
     "the north of England": ("Leeds", "Manchester", "Newcastle", "Sheffield", "Liverpool"),
-    "eastern Florida": ("Miami",), "the Southeast": ("Atlanta", "Nashville"),
-    "northern California": ("Oakland",), "the Southwest": ("Phoenix",), "the Rockies": ("Denver",),
+    "eastern Florida": ("Miami",),
+    "the Southeast": ("Atlanta", "Nashville"),
+    "northern California": ("Oakland",),
+    "the Southwest": ("Phoenix",),
+    "the Rockies": ("Denver",),
 }
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 MONTHS = (
-    "January", "February", "March", "April", "May", "June", "July", "August", "September",
-    "October", "November", "December",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
 )
 ORDINALS = ("second", "third", "fourth", "fifth")
 
@@ -106,7 +191,13 @@ CRIMES = (
     ("robbery", "post office", "cash and parcels"),
     ("burglary", "bike shop", "electric bikes"),
 )
-CHARGES = ("robbery", "burglary and criminal damage", "theft and assault", "robbery and assault", "handling stolen goods")
+CHARGES = (
+    "robbery",
+    "burglary and criminal damage",
+    "theft and assault",
+    "robbery and assault",
+    "handling stolen goods",
+)
 OFFICER_RANKS = ("Detective", "Sergeant", "Inspector", "Chief Inspector")
 CRIME_LEADS = (
     "A {age}-year-old {sex} has been arrested after {a_crime} at {a_target} in {city}[ on {day} night][, police said].",
@@ -174,7 +265,13 @@ def _crime_fields(rng: random.Random) -> dict[str, str]:
 # --- sports --------------------------------------------------------------------------
 
 TEAM_NICKNAMES = ("United", "Rovers", "City", "Athletic", "Rangers", "Wanderers", "Albion", "Town")
-STANDINGS = ("move top of the table", "climb into second place", "move into the top four", "stay in the title race", "move clear of the relegation zone")
+STANDINGS = (
+    "move top of the table",
+    "climb into second place",
+    "move into the top four",
+    "stay in the title race",
+    "move clear of the relegation zone",
+)
 MATCH_QUOTES = (
     "We showed real character tonight and the fans pushed us all the way",
     "It was not our best performance, but the three points are all that matter",
@@ -252,7 +349,18 @@ def _sports_fields(rng: random.Random) -> dict[str, str]:
 
 # --- business ------------------------------------------------------------------------
 
-COMPANY_PREFIXES = ("Northgate", "Bluewater", "Redline", "Summit", "Crescent", "Harbor", "Silverline", "Oakridge", "Brightwell", "Kestrel")
+COMPANY_PREFIXES = (
+    "Northgate",
+    "Bluewater",
+    "Redline",
+    "Summit",
+    "Crescent",
+    "Harbor",
+    "Silverline",
+    "Oakridge",
+    "Brightwell",
+    "Kestrel",
+)
 # (company noun, what it sells)
 SECTORS = (
     ("Foods", "frozen meals"),
@@ -470,7 +578,12 @@ POLICIES = (
     ("open new health clinics", "health clinics", "opened", (5, 25)),
     ("create new cycle lanes", "miles of cycle lanes", "built", (20, 150)),
 )
-FUNDING = ("a new tax on hotel stays", "higher parking charges", "savings in other departments", "a loan from the national government")
+FUNDING = (
+    "a new tax on hotel stays",
+    "higher parking charges",
+    "savings in other departments",
+    "a loan from the national government",
+)
 POLITICS_LEADS = (
     "Lawmakers in {city} voted {yes}-{no} to approve a ${cost} million plan to {policy}[ on {day}].",
     "Mayor {mayor} of {city} announced a ${cost} million plan to {policy}[ during a speech at city hall].",
@@ -542,12 +655,60 @@ class Genre:
 
 
 GENRES = {
-    "crime": Genre(_crime_fields, CRIME_LEADS, CRIME_DETAILS, CRIME_EXTRAS, CRIME_LATES, CRIME_FILLERS, ("lead", "detail", "extra", "late")),
-    "sports": Genre(_sports_fields, SPORTS_LEADS, SPORTS_DETAILS, SPORTS_EXTRAS, SPORTS_LATES, SPORTS_FILLERS, ("lead", "detail", "late")),
-    "business": Genre(_business_fields, BUSINESS_LEADS, BUSINESS_DETAILS, BUSINESS_EXTRAS, BUSINESS_LATES, BUSINESS_FILLERS, ("lead", "detail", "extra")),
-    "weather": Genre(_weather_fields, WEATHER_LEADS, WEATHER_DETAILS, WEATHER_EXTRAS, WEATHER_LATES, WEATHER_FILLERS, ("lead", "detail", "extra", "late")),
-    "science": Genre(_science_fields, SCIENCE_LEADS, SCIENCE_DETAILS, SCIENCE_EXTRAS, SCIENCE_LATES, SCIENCE_FILLERS, ("lead", "detail", "late")),
-    "politics": Genre(_politics_fields, POLITICS_LEADS, POLITICS_DETAILS, POLITICS_EXTRAS, POLITICS_LATES, POLITICS_FILLERS, ("lead", "extra", "late")),
+    "crime": Genre(
+        _crime_fields,
+        CRIME_LEADS,
+        CRIME_DETAILS,
+        CRIME_EXTRAS,
+        CRIME_LATES,
+        CRIME_FILLERS,
+        ("lead", "detail", "extra", "late"),
+    ),
+    "sports": Genre(
+        _sports_fields,
+        SPORTS_LEADS,
+        SPORTS_DETAILS,
+        SPORTS_EXTRAS,
+        SPORTS_LATES,
+        SPORTS_FILLERS,
+        ("lead", "detail", "late"),
+    ),
+    "business": Genre(
+        _business_fields,
+        BUSINESS_LEADS,
+        BUSINESS_DETAILS,
+        BUSINESS_EXTRAS,
+        BUSINESS_LATES,
+        BUSINESS_FILLERS,
+        ("lead", "detail", "extra"),
+    ),
+    "weather": Genre(
+        _weather_fields,
+        WEATHER_LEADS,
+        WEATHER_DETAILS,
+        WEATHER_EXTRAS,
+        WEATHER_LATES,
+        WEATHER_FILLERS,
+        ("lead", "detail", "extra", "late"),
+    ),
+    "science": Genre(
+        _science_fields,
+        SCIENCE_LEADS,
+        SCIENCE_DETAILS,
+        SCIENCE_EXTRAS,
+        SCIENCE_LATES,
+        SCIENCE_FILLERS,
+        ("lead", "detail", "late"),
+    ),
+    "politics": Genre(
+        _politics_fields,
+        POLITICS_LEADS,
+        POLITICS_DETAILS,
+        POLITICS_EXTRAS,
+        POLITICS_LATES,
+        POLITICS_FILLERS,
+        ("lead", "extra", "late"),
+    ),
 }
 
 
@@ -588,7 +749,12 @@ def _draft(rng: random.Random, genre: Genre) -> tuple[str, list[str]]:
     positions["late"] = rng.randint(max(EXTRA_POSITIONS[-1] + 1, num_sentences // 2), num_sentences - 1)
     keys = {
         kind: rng.choice(templates).format(**fields)
-        for kind, templates in (("lead", genre.leads), ("detail", genre.details), ("extra", genre.extras), ("late", genre.lates))
+        for kind, templates in (
+            ("lead", genre.leads),
+            ("detail", genre.details),
+            ("extra", genre.extras),
+            ("late", genre.lates),
+        )
     }
     fillers = [template.format(**fields) for template in rng.sample(genre.fillers + GENERIC_FILLERS, num_sentences - 4)]
     by_position = {position: keys[kind] for kind, position in positions.items()}

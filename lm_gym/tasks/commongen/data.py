@@ -34,14 +34,20 @@ OFFLINE_HINT = (
     "data_dir=<a directory with the official commongen.<split>.jsonl files>."
 )
 #: File name stems of each split in the official release and in hub-schema exports.
-SPLIT_FILES = {"train": ("commongen.train", "train"), "validation": ("commongen.dev", "validation", "dev"), "test": ("commongen.test", "test")}
+SPLIT_FILES = {
+    "train": ("commongen.train", "train"),
+    "validation": ("commongen.dev", "validation", "dev"),
+    "test": ("commongen.test", "test"),
+}
 
 ConceptSet = tuple[tuple[str, ...], tuple[str, ...]]
 
 
 def load_concept_sets(source: str, split: str, data_dir: str | Path | None = None) -> tuple[ConceptSet, ...]:
     """The ``(concepts, scenes)`` of ``split`` from ``source`` (cached per process)."""
-    data_dir = check_source(source, split, data_dir, "a directory with the official commongen.<split>.jsonl files, or one such file")
+    data_dir = check_source(
+        source, split, data_dir, "a directory with the official commongen.<split>.jsonl files, or one such file"
+    )
     sets = _load_cached(source, split, data_dir)
     if not sets:
         raise DataUnavailableError(f"the {split!r} split of source={source!r} holds no concept sets")
@@ -54,13 +60,17 @@ def _load_cached(source: str, split: str, data_dir: str | None) -> tuple[Concept
         return tuple(synthetic.generate_concept_sets(split))
     if source == "hub":
         rows = load_hub_split(HUB_DATASET, split, OFFLINE_HINT)
-        return _group_hub_rows(zip(rows["concept_set_idx"], rows["concepts"], rows["target"], strict=True), split, HUB_DATASET)
+        return _group_hub_rows(
+            zip(rows["concept_set_idx"], rows["concepts"], rows["target"], strict=True), split, HUB_DATASET
+        )
     path = _find_local(Path(data_dir), split)
     rows = read_table(path)
     if rows and "concept_set" in rows[0]:
         return tuple(_official_set(path, number, row) for number, row in enumerate(rows, start=1))
     require_columns(path, rows, ("concepts", "target"))
-    indexed = ((row.get("concept_set_idx", _concepts_list(row["concepts"])), row["concepts"], row["target"]) for row in rows)
+    indexed = (
+        (row.get("concept_set_idx", _concepts_list(row["concepts"])), row["concepts"], row["target"]) for row in rows
+    )
     return _group_hub_rows(indexed, split, str(path))
 
 
@@ -73,7 +83,9 @@ def _group_hub_rows(rows, split: str, where: str) -> tuple[ConceptSet, ...]:
         if target and target.strip():
             entry[1].append(_clean(target))
     if grouped and not any(scenes for _, scenes in grouped.values()):
-        raise DataUnavailableError(f"the {split!r} split of {where} has no reference sentences (CommonGen's test references are hidden)")
+        raise DataUnavailableError(
+            f"the {split!r} split of {where} has no reference sentences (CommonGen's test references are hidden)"
+        )
     return tuple((concepts, tuple(scenes)) for concepts, scenes in grouped.values() if scenes)
 
 
@@ -89,7 +101,9 @@ def _official_set(path: Path, number: int, row: dict) -> ConceptSet:
         raise DataUnavailableError(f"{path}:{number}: expected a 'concept_set' string and a 'scene' list")
     if not scenes:
         raise DataUnavailableError(f"{path}:{number}: no 'scene' sentences (CommonGen's test references are hidden)")
-    concepts = tuple(_clean(item.rsplit("_", 1)[0] if item[-2:-1] == "_" else item) for item in row["concept_set"].split("#"))
+    concepts = tuple(
+        _clean(item.rsplit("_", 1)[0] if item[-2:-1] == "_" else item) for item in row["concept_set"].split("#")
+    )
     return concepts, tuple(_clean(scene) for scene in scenes)
 
 

@@ -181,7 +181,9 @@ class CommonGenEnv(SingleTurnTextEnv):
         else:
             meteor = float(metrics.meteor_scores([utterance], references)[0])
         results = {"meteor": meteor}
-        results.update(metrics.corpus_rouge([utterance], references, ("rouge1", "rouge2", "rougeL")))  # one sample: its scores
+        results.update(
+            metrics.corpus_rouge([utterance], references, ("rouge1", "rouge2", "rougeL"))
+        )  # one sample: its scores
         results["coverage"] = float(metrics.concept_coverage([utterance], [sample.meta["concepts"]])[0])
         results["repeats_prompt"] = repeats
         results["num_words"] = len(utterance.split())

@@ -56,9 +56,16 @@ def commongen_human(scene_sets: list[list[str]]) -> tuple[list[str], list[list[s
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
-    parser = argparse.ArgumentParser(prog="python -m lm_gym.tasks.commongen.human_scores", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m lm_gym.tasks.commongen.human_scores", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("file", type=Path, help="an official CommonGen file with references, e.g. commongen.dev.jsonl")
-    parser.add_argument("--pipeline", choices=("auto", "java", "python"), default="auto", help="the COCO pipeline (lm_gym.metrics.coco); auto: java when Java is installed")
+    parser.add_argument(
+        "--pipeline",
+        choices=("auto", "java", "python"),
+        default="auto",
+        help="the COCO pipeline (lm_gym.metrics.coco); auto: java when Java is installed",
+    )
     parser.add_argument("--protocol", choices=PROTOCOLS, nargs="+", default=list(PROTOCOLS))
     args = parser.parse_args(argv)
     scene_sets = read_scenes(args.file)
@@ -69,7 +76,11 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             warnings.simplefilter("ignore")
             evaluation = coco_evaluate(*pairs, pipeline=args.pipeline)
         results[protocol] = evaluation.scores
-        shown = "  ".join(f"{name} {_PAPER_SCALE.get(name, 100) * evaluation.scores[name]:.2f}" for name in SCORE_NAMES if name in evaluation.scores)
+        shown = "  ".join(
+            f"{name} {_PAPER_SCALE.get(name, 100) * evaluation.scores[name]:.2f}"
+            for name in SCORE_NAMES
+            if name in evaluation.scores
+        )
         print(f"{protocol} ({len(pairs[0])} samples, {evaluation.pipeline} pipeline): {shown}")
         for name, reason in evaluation.skipped.items():
             print(f"  {name} not computed: {reason}")

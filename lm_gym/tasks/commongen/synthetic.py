@@ -59,32 +59,98 @@ TIME_RATE = 0.2
 EVERYONE = ("man", "woman", "boy", "girl", "child", "student")
 ANIMALS = frozenset({"dog", "cat", "horse", "duck", "cow", "goat", "sheep", "bird", "chicken"})
 COLLECTIVES = frozenset({"crowd", "family", "team"})  # singular agreement, never plural
-MASS_NOUNS = frozenset({
-    "bread", "cheese", "rice", "soup", "pasta", "coffee", "tea", "water", "juice", "milk",
-    "grass", "hay", "sand", "wood", "food", "fruit", "chess", "soccer", "tennis",
-    "basketball", "volleyball", "salad", "dinner",
-})
+MASS_NOUNS = frozenset(
+    {
+        "bread",
+        "cheese",
+        "rice",
+        "soup",
+        "pasta",
+        "coffee",
+        "tea",
+        "water",
+        "juice",
+        "milk",
+        "grass",
+        "hay",
+        "sand",
+        "wood",
+        "food",
+        "fruit",
+        "chess",
+        "soccer",
+        "tennis",
+        "basketball",
+        "volleyball",
+        "salad",
+        "dinner",
+    }
+)
 # nouns that always take "the" ("plays the guitar", "sleeps on the grass")
-DEFINITE_NOUNS = frozenset({
-    "guitar", "piano", "violin", "drum", "sky", "sea", "ocean", "snow", "ice", "city", "oven",
-    "lawn", "floor", "phone", "camera", "menu", "grass", "sunset", "kitchen",
-    "highway", "porch",
-})
+DEFINITE_NOUNS = frozenset(
+    {
+        "guitar",
+        "piano",
+        "violin",
+        "drum",
+        "sky",
+        "sea",
+        "ocean",
+        "snow",
+        "ice",
+        "city",
+        "oven",
+        "lawn",
+        "floor",
+        "phone",
+        "camera",
+        "menu",
+        "grass",
+        "sunset",
+        "kitchen",
+        "highway",
+        "porch",
+    }
+)
 IRREGULAR_PLURALS = {
-    "man": "men", "woman": "women", "child": "children", "knife": "knives", "leaf": "leaves",
-    "sheep": "sheep", "scarf": "scarves", "tomato": "tomatoes", "potato": "potatoes",
+    "man": "men",
+    "woman": "women",
+    "child": "children",
+    "knife": "knives",
+    "leaf": "leaves",
+    "sheep": "sheep",
+    "scarf": "scarves",
+    "tomato": "tomatoes",
+    "potato": "potatoes",
 }
 # (past, past participle) of irregular verbs; the other forms follow the spelling rules
 IRREGULAR_VERBS = {
-    "throw": ("threw", "thrown"), "catch": ("caught", "caught"), "hit": ("hit", "hit"),
-    "cut": ("cut", "cut"), "eat": ("ate", "eaten"), "drink": ("drank", "drunk"),
-    "ride": ("rode", "ridden"), "read": ("read", "read"), "write": ("wrote", "written"),
-    "swim": ("swam", "swum"), "run": ("ran", "run"), "dig": ("dug", "dug"),
-    "feed": ("fed", "fed"), "sing": ("sang", "sung"), "sit": ("sat", "sat"),
-    "stand": ("stood", "stood"), "hold": ("held", "held"), "fly": ("flew", "flown"),
-    "sell": ("sold", "sold"), "buy": ("bought", "bought"), "drive": ("drove", "driven"),
-    "sweep": ("swept", "swept"), "sleep": ("slept", "slept"), "wear": ("wore", "worn"),
-    "build": ("built", "built"), "teach": ("taught", "taught"),
+    "throw": ("threw", "thrown"),
+    "catch": ("caught", "caught"),
+    "hit": ("hit", "hit"),
+    "cut": ("cut", "cut"),
+    "eat": ("ate", "eaten"),
+    "drink": ("drank", "drunk"),
+    "ride": ("rode", "ridden"),
+    "read": ("read", "read"),
+    "write": ("wrote", "written"),
+    "swim": ("swam", "swum"),
+    "run": ("ran", "run"),
+    "dig": ("dug", "dug"),
+    "feed": ("fed", "fed"),
+    "sing": ("sang", "sung"),
+    "sit": ("sat", "sat"),
+    "stand": ("stood", "stood"),
+    "hold": ("held", "held"),
+    "fly": ("flew", "flown"),
+    "sell": ("sold", "sold"),
+    "buy": ("bought", "bought"),
+    "drive": ("drove", "driven"),
+    "sweep": ("swept", "swept"),
+    "sleep": ("slept", "slept"),
+    "wear": ("wore", "worn"),
+    "build": ("built", "built"),
+    "teach": ("taught", "taught"),
 }
 DOUBLED_FINAL_CONSONANT = frozenset({"cut", "chop", "hit", "pet", "run", "sit", "swim", "dig", "hug"})
 
@@ -93,44 +159,182 @@ CHILD_ADJECTIVES = ("little", "young", "happy", "tall")
 ANIMAL_ADJECTIVES = ("small", "big", "brown", "black", "white", "little")
 THING_ADJECTIVES = ("red", "blue", "yellow", "green", "old", "new", "big", "small")
 # things that can take a colour or size; food, places and abstract things cannot
-DESCRIBABLE_THINGS = frozenset({
-    "ball", "frisbee", "kite", "bike", "car", "truck", "bus", "hat", "jacket", "coat", "scarf",
-    "helmet", "cap", "umbrella", "bag", "box", "cup", "bucket", "boat", "chair", "bench", "door",
-    "fence", "book", "skateboard", "suitcase", "cart", "wagon", "sled", "basket", "blanket",
-    "bottle", "balloon", "mug", "sofa", "scooter", "tractor", "window",
-})
-INDOOR_PLACES = frozenset({
-    "kitchen", "room", "office", "classroom", "library", "restaurant", "cafe", "store", "shop",
-    "bakery", "garage", "gym", "theater", "hotel", "workshop", "studio", "church", "house",
-    "club", "bar", "mall", "train", "car", "barn", "school", "table", "desk", "party",
-})
-OUTDOOR_THINGS = frozenset({
-    "tree", "fence", "car", "rock", "grass", "bench", "sky", "sunset", "wave", "horse", "cow",
-    "path", "porch", "leaf", "lawn", "puddle", "log", "kite",
-})
+DESCRIBABLE_THINGS = frozenset(
+    {
+        "ball",
+        "frisbee",
+        "kite",
+        "bike",
+        "car",
+        "truck",
+        "bus",
+        "hat",
+        "jacket",
+        "coat",
+        "scarf",
+        "helmet",
+        "cap",
+        "umbrella",
+        "bag",
+        "box",
+        "cup",
+        "bucket",
+        "boat",
+        "chair",
+        "bench",
+        "door",
+        "fence",
+        "book",
+        "skateboard",
+        "suitcase",
+        "cart",
+        "wagon",
+        "sled",
+        "basket",
+        "blanket",
+        "bottle",
+        "balloon",
+        "mug",
+        "sofa",
+        "scooter",
+        "tractor",
+        "window",
+    }
+)
+INDOOR_PLACES = frozenset(
+    {
+        "kitchen",
+        "room",
+        "office",
+        "classroom",
+        "library",
+        "restaurant",
+        "cafe",
+        "store",
+        "shop",
+        "bakery",
+        "garage",
+        "gym",
+        "theater",
+        "hotel",
+        "workshop",
+        "studio",
+        "church",
+        "house",
+        "club",
+        "bar",
+        "mall",
+        "train",
+        "car",
+        "barn",
+        "school",
+        "table",
+        "desk",
+        "party",
+    }
+)
+OUTDOOR_THINGS = frozenset(
+    {
+        "tree",
+        "fence",
+        "car",
+        "rock",
+        "grass",
+        "bench",
+        "sky",
+        "sunset",
+        "wave",
+        "horse",
+        "cow",
+        "path",
+        "porch",
+        "leaf",
+        "lawn",
+        "puddle",
+        "log",
+        "kite",
+    }
+)
 INDOOR_THINGS = frozenset({"sofa", "bed", "menu", "floor"})
 TIME_PHRASES = (
-    "in the morning", "on a sunny day", "after school", "on the weekend", "in the afternoon",
-    "every morning", "in the evening", "on a cold day", "before dinner", "on a warm afternoon",
+    "in the morning",
+    "on a sunny day",
+    "after school",
+    "on the weekend",
+    "in the afternoon",
+    "every morning",
+    "in the evening",
+    "on a cold day",
+    "before dinner",
+    "on a warm afternoon",
 )
 # prepositions each place takes ("in the park", "at the park")
 PLACE_PREPOSITIONS = {
-    "park": ("in", "at"), "beach": ("on", "at"), "kitchen": ("in",), "street": ("on",),
-    "field": ("in", "on"), "yard": ("in",), "lake": ("by", "at"), "pool": ("at", "by"),
-    "river": ("by",), "sea": ("by",), "pond": ("at", "by"), "forest": ("in",),
-    "garden": ("in",), "farm": ("on", "at"), "market": ("at", "in"), "store": ("at", "in"),
-    "shop": ("at", "in"), "restaurant": ("at", "in"), "cafe": ("at", "in"),
-    "library": ("in", "at"), "office": ("in", "at"), "classroom": ("in",), "stage": ("on",),
-    "court": ("on",), "stadium": ("at", "in"), "station": ("at",), "road": ("on", "along"),
-    "trail": ("on", "along"), "mountain": ("on",), "hill": ("on",), "room": ("in",),
-    "garage": ("in",), "zoo": ("at",), "barn": ("in",), "orchard": ("in",), "rink": ("at",),
-    "track": ("on",), "table": ("at",), "desk": ("at",), "party": ("at",), "wedding": ("at",),
-    "church": ("in",), "airport": ("at",), "gym": ("at", "in"), "theater": ("at", "in"),
-    "hotel": ("in", "at"), "workshop": ("in",), "driveway": ("in",), "porch": ("on",),
-    "studio": ("in",), "bakery": ("in",), "slope": ("on", "down"), "snow": ("in",),
-    "ice": ("on",), "city": ("in",), "highway": ("on",), "house": ("in",), "train": ("on",),
-    "corner": ("on",), "ocean": ("in",), "bar": ("at",), "mall": ("at", "in"),
-    "school": ("at",), "club": ("at", "in"), "car": ("in",),
+    "park": ("in", "at"),
+    "beach": ("on", "at"),
+    "kitchen": ("in",),
+    "street": ("on",),
+    "field": ("in", "on"),
+    "yard": ("in",),
+    "lake": ("by", "at"),
+    "pool": ("at", "by"),
+    "river": ("by",),
+    "sea": ("by",),
+    "pond": ("at", "by"),
+    "forest": ("in",),
+    "garden": ("in",),
+    "farm": ("on", "at"),
+    "market": ("at", "in"),
+    "store": ("at", "in"),
+    "shop": ("at", "in"),
+    "restaurant": ("at", "in"),
+    "cafe": ("at", "in"),
+    "library": ("in", "at"),
+    "office": ("in", "at"),
+    "classroom": ("in",),
+    "stage": ("on",),
+    "court": ("on",),
+    "stadium": ("at", "in"),
+    "station": ("at",),
+    "road": ("on", "along"),
+    "trail": ("on", "along"),
+    "mountain": ("on",),
+    "hill": ("on",),
+    "room": ("in",),
+    "garage": ("in",),
+    "zoo": ("at",),
+    "barn": ("in",),
+    "orchard": ("in",),
+    "rink": ("at",),
+    "track": ("on",),
+    "table": ("at",),
+    "desk": ("at",),
+    "party": ("at",),
+    "wedding": ("at",),
+    "church": ("in",),
+    "airport": ("at",),
+    "gym": ("at", "in"),
+    "theater": ("at", "in"),
+    "hotel": ("in", "at"),
+    "workshop": ("in",),
+    "driveway": ("in",),
+    "porch": ("on",),
+    "studio": ("in",),
+    "bakery": ("in",),
+    "slope": ("on", "down"),
+    "snow": ("in",),
+    "ice": ("on",),
+    "city": ("in",),
+    "highway": ("on",),
+    "house": ("in",),
+    "train": ("on",),
+    "corner": ("on",),
+    "ocean": ("in",),
+    "bar": ("at",),
+    "mall": ("at", "in"),
+    "school": ("at",),
+    "club": ("at", "in"),
+    "car": ("in",),
 }
 
 
@@ -151,91 +355,520 @@ class Action:
 
 COOKS = ("chef", "man", "woman", "girl", "boy")
 ACTIONS = (
-    Action("throw", ("ball", "frisbee", "stick", "stone", "snowball"), places=("park", "beach", "field", "yard"), agents=EVERYONE + ("player",), motion="upright"),
-    Action("catch", ("ball", "frisbee", "stick"), places=("park", "beach", "field", "yard"), agents=EVERYONE + ("player", "dog"), motion="upright"),
-    Action("kick", ("ball",), places=("field", "park", "street", "yard", "beach"), agents=EVERYONE + ("player",), motion="moving"),
-    Action("hit", ("ball",), tools=("bat", "racket", "stick"), places=("field", "court", "park"), agents=("player", "boy", "girl", "man", "woman"), motion="upright"),
-    Action("score", ("goal", "point"), places=("field", "stadium", "court"), agents=("player", "boy", "girl", "team"), motion="moving"),
-    Action("cheer", ("team", "player"), prep="for", places=("stadium", "field", "court"), agents=("crowd", "fan", "family", "girl", "boy"), motion="upright"),
-    Action("cut", ("bread", "cake", "onion", "tomato", "apple", "cheese"), tools=("knife",), places=("kitchen", "table"), agents=COOKS, motion="upright"),
-    Action("chop", ("onion", "carrot", "vegetable", "potato"), tools=("knife",), places=("kitchen", "restaurant"), agents=COOKS, motion="upright"),
-    Action("chop", ("wood", "log"), tools=("axe",), places=("yard", "forest", "farm"), agents=("man", "woman", "farmer", "worker"), motion="upright"),
-    Action("cook", ("egg", "pasta", "soup", "rice", "vegetable", "meal"), tools=("pan", "pot"), tool_prep="in", places=("kitchen", "restaurant"), agents=COOKS, motion="upright"),
-    Action("bake", ("cake", "bread", "cookie", "pie", "pizza"), tools=("oven",), tool_prep="in", places=("kitchen", "bakery"), agents=COOKS, motion="upright"),
-    Action("eat", ("soup", "salad", "pasta", "rice", "cake"), tools=("spoon", "fork"), places=("kitchen", "restaurant", "table", "cafe"), agents=EVERYONE + ("family",)),
-    Action("eat", ("sandwich", "apple", "banana", "pizza", "cookie"), places=("park", "beach", "kitchen", "cafe", "table"), agents=EVERYONE + ("family",)),
-    Action("eat", ("grass", "hay", "apple", "carrot"), places=("field", "farm", "barn"), agents=("horse", "cow", "goat", "sheep")),
+    Action(
+        "throw",
+        ("ball", "frisbee", "stick", "stone", "snowball"),
+        places=("park", "beach", "field", "yard"),
+        agents=EVERYONE + ("player",),
+        motion="upright",
+    ),
+    Action(
+        "catch",
+        ("ball", "frisbee", "stick"),
+        places=("park", "beach", "field", "yard"),
+        agents=EVERYONE + ("player", "dog"),
+        motion="upright",
+    ),
+    Action(
+        "kick",
+        ("ball",),
+        places=("field", "park", "street", "yard", "beach"),
+        agents=EVERYONE + ("player",),
+        motion="moving",
+    ),
+    Action(
+        "hit",
+        ("ball",),
+        tools=("bat", "racket", "stick"),
+        places=("field", "court", "park"),
+        agents=("player", "boy", "girl", "man", "woman"),
+        motion="upright",
+    ),
+    Action(
+        "score",
+        ("goal", "point"),
+        places=("field", "stadium", "court"),
+        agents=("player", "boy", "girl", "team"),
+        motion="moving",
+    ),
+    Action(
+        "cheer",
+        ("team", "player"),
+        prep="for",
+        places=("stadium", "field", "court"),
+        agents=("crowd", "fan", "family", "girl", "boy"),
+        motion="upright",
+    ),
+    Action(
+        "cut",
+        ("bread", "cake", "onion", "tomato", "apple", "cheese"),
+        tools=("knife",),
+        places=("kitchen", "table"),
+        agents=COOKS,
+        motion="upright",
+    ),
+    Action(
+        "chop",
+        ("onion", "carrot", "vegetable", "potato"),
+        tools=("knife",),
+        places=("kitchen", "restaurant"),
+        agents=COOKS,
+        motion="upright",
+    ),
+    Action(
+        "chop",
+        ("wood", "log"),
+        tools=("axe",),
+        places=("yard", "forest", "farm"),
+        agents=("man", "woman", "farmer", "worker"),
+        motion="upright",
+    ),
+    Action(
+        "cook",
+        ("egg", "pasta", "soup", "rice", "vegetable", "meal"),
+        tools=("pan", "pot"),
+        tool_prep="in",
+        places=("kitchen", "restaurant"),
+        agents=COOKS,
+        motion="upright",
+    ),
+    Action(
+        "bake",
+        ("cake", "bread", "cookie", "pie", "pizza"),
+        tools=("oven",),
+        tool_prep="in",
+        places=("kitchen", "bakery"),
+        agents=COOKS,
+        motion="upright",
+    ),
+    Action(
+        "eat",
+        ("soup", "salad", "pasta", "rice", "cake"),
+        tools=("spoon", "fork"),
+        places=("kitchen", "restaurant", "table", "cafe"),
+        agents=EVERYONE + ("family",),
+    ),
+    Action(
+        "eat",
+        ("sandwich", "apple", "banana", "pizza", "cookie"),
+        places=("park", "beach", "kitchen", "cafe", "table"),
+        agents=EVERYONE + ("family",),
+    ),
+    Action(
+        "eat",
+        ("grass", "hay", "apple", "carrot"),
+        places=("field", "farm", "barn"),
+        agents=("horse", "cow", "goat", "sheep"),
+    ),
     Action("chew", ("bone", "stick", "shoe"), places=("yard", "garden", "park", "room"), agents=("dog",)),
-    Action("drink", ("coffee", "tea", "water", "juice", "milk"), tools=("cup", "glass", "mug", "bottle"), tool_prep="from", places=("cafe", "kitchen", "table", "office", "park")),
-    Action("pour", ("water", "milk", "coffee", "juice", "tea"), tools=("glass", "cup", "mug"), tool_prep="into", places=("kitchen", "table", "restaurant", "bar", "cafe"), agents=EVERYONE + ("waiter", "chef"), motion="upright"),
-    Action("serve", ("food", "meal", "coffee", "tea", "pizza", "soup", "dinner"), places=("restaurant", "cafe", "table", "party"), agents=("waiter", "chef", "man", "woman"), motion="upright"),
-    Action("ride", ("bike", "horse", "skateboard", "motorcycle", "scooter"), places=("street", "park", "road", "trail", "beach", "field"), motion="moving"),
+    Action(
+        "drink",
+        ("coffee", "tea", "water", "juice", "milk"),
+        tools=("cup", "glass", "mug", "bottle"),
+        tool_prep="from",
+        places=("cafe", "kitchen", "table", "office", "park"),
+    ),
+    Action(
+        "pour",
+        ("water", "milk", "coffee", "juice", "tea"),
+        tools=("glass", "cup", "mug"),
+        tool_prep="into",
+        places=("kitchen", "table", "restaurant", "bar", "cafe"),
+        agents=EVERYONE + ("waiter", "chef"),
+        motion="upright",
+    ),
+    Action(
+        "serve",
+        ("food", "meal", "coffee", "tea", "pizza", "soup", "dinner"),
+        places=("restaurant", "cafe", "table", "party"),
+        agents=("waiter", "chef", "man", "woman"),
+        motion="upright",
+    ),
+    Action(
+        "ride",
+        ("bike", "horse", "skateboard", "motorcycle", "scooter"),
+        places=("street", "park", "road", "trail", "beach", "field"),
+        motion="moving",
+    ),
     Action("walk", ("dog",), places=("park", "street", "beach", "trail"), motion="moving"),
-    Action("play", ("guitar", "piano", "violin", "drum"), places=("stage", "street", "park", "room", "church"), agents=EVERYONE + ("musician",)),
-    Action("play", ("soccer", "frisbee"), places=("field", "park", "beach", "yard"), agents=EVERYONE + ("team", "player"), motion="moving"),
-    Action("play", ("tennis", "basketball", "volleyball"), places=("court", "beach", "gym", "park"), agents=EVERYONE + ("team", "player"), motion="moving"),
+    Action(
+        "play",
+        ("guitar", "piano", "violin", "drum"),
+        places=("stage", "street", "park", "room", "church"),
+        agents=EVERYONE + ("musician",),
+    ),
+    Action(
+        "play",
+        ("soccer", "frisbee"),
+        places=("field", "park", "beach", "yard"),
+        agents=EVERYONE + ("team", "player"),
+        motion="moving",
+    ),
+    Action(
+        "play",
+        ("tennis", "basketball", "volleyball"),
+        places=("court", "beach", "gym", "park"),
+        agents=EVERYONE + ("team", "player"),
+        motion="moving",
+    ),
     Action("play", ("chess", "game"), places=("table", "park", "room", "cafe")),
-    Action("read", ("book", "newspaper", "letter", "magazine", "map"), places=("library", "park", "room", "garden", "train", "cafe"), agents=EVERYONE + ("teacher",)),
-    Action("write", ("letter", "note", "story", "poem"), tools=("pen", "pencil"), places=("desk", "table", "office", "classroom", "library"), agents=EVERYONE + ("teacher",)),
-    Action("type", ("email", "message", "letter"), tools=("keyboard", "computer", "laptop"), tool_prep="on", places=("office", "desk", "library", "cafe"), agents=EVERYONE + ("worker",)),
-    Action("teach", ("class", "student", "child"), places=("classroom", "school", "library"), agents=("teacher", "man", "woman"), motion="upright"),
-    Action("paint", ("wall", "fence", "picture", "door", "boat", "house"), tools=("brush", "roller"), places=("room", "yard", "garden", "studio"), agents=EVERYONE + ("worker", "artist"), motion="upright"),
-    Action("wash", ("dish", "cup", "plate", "pan"), tools=("sponge", "cloth"), places=("kitchen", "restaurant"), motion="upright"),
-    Action("wash", ("car", "dog", "window", "bike"), tools=("hose", "sponge"), places=("yard", "garage", "driveway", "street"), motion="upright"),
-    Action("clean", ("table", "window", "floor", "mirror", "desk"), tools=("cloth", "sponge", "towel"), places=("house", "office", "hotel", "room"), agents=EVERYONE + ("worker",), motion="upright"),
-    Action("sweep", ("floor", "porch", "leaf", "path"), tools=("broom",), places=("kitchen", "room", "shop", "yard", "house"), agents=EVERYONE + ("worker",), motion="upright"),
-    Action("mow", ("lawn", "grass"), tools=("mower",), places=("yard", "garden", "park"), agents=("man", "woman", "boy", "girl", "gardener", "worker"), motion="moving"),
-    Action("climb", ("tree", "ladder", "fence", "wall"), places=("park", "yard", "garden", "forest"), agents=EVERYONE + ("cat",), motion="moving"),
-    Action("climb", ("mountain", "hill", "rock", "cliff"), tools=("rope",), agents=EVERYONE + ("climber",), motion="moving"),
-    Action("swim", places=("lake", "pool", "river", "sea", "pond"), place_prep="in", agents=EVERYONE + ("dog", "duck", "swimmer"), motion="moving"),
-    Action("run", places=("track", "beach", "street", "park", "field", "trail"), agents=EVERYONE + ("dog", "horse", "player", "runner"), motion="moving"),
-    Action("jump", ("fence", "puddle", "log", "wave", "rope"), prep="over", places=("park", "field", "street", "beach", "yard"), agents=EVERYONE + ("dog", "horse"), motion="moving"),
-    Action("hike", places=("trail", "mountain", "forest", "hill"), agents=EVERYONE + ("tourist", "family"), motion="moving"),
+    Action(
+        "read",
+        ("book", "newspaper", "letter", "magazine", "map"),
+        places=("library", "park", "room", "garden", "train", "cafe"),
+        agents=EVERYONE + ("teacher",),
+    ),
+    Action(
+        "write",
+        ("letter", "note", "story", "poem"),
+        tools=("pen", "pencil"),
+        places=("desk", "table", "office", "classroom", "library"),
+        agents=EVERYONE + ("teacher",),
+    ),
+    Action(
+        "type",
+        ("email", "message", "letter"),
+        tools=("keyboard", "computer", "laptop"),
+        tool_prep="on",
+        places=("office", "desk", "library", "cafe"),
+        agents=EVERYONE + ("worker",),
+    ),
+    Action(
+        "teach",
+        ("class", "student", "child"),
+        places=("classroom", "school", "library"),
+        agents=("teacher", "man", "woman"),
+        motion="upright",
+    ),
+    Action(
+        "paint",
+        ("wall", "fence", "picture", "door", "boat", "house"),
+        tools=("brush", "roller"),
+        places=("room", "yard", "garden", "studio"),
+        agents=EVERYONE + ("worker", "artist"),
+        motion="upright",
+    ),
+    Action(
+        "wash",
+        ("dish", "cup", "plate", "pan"),
+        tools=("sponge", "cloth"),
+        places=("kitchen", "restaurant"),
+        motion="upright",
+    ),
+    Action(
+        "wash",
+        ("car", "dog", "window", "bike"),
+        tools=("hose", "sponge"),
+        places=("yard", "garage", "driveway", "street"),
+        motion="upright",
+    ),
+    Action(
+        "clean",
+        ("table", "window", "floor", "mirror", "desk"),
+        tools=("cloth", "sponge", "towel"),
+        places=("house", "office", "hotel", "room"),
+        agents=EVERYONE + ("worker",),
+        motion="upright",
+    ),
+    Action(
+        "sweep",
+        ("floor", "porch", "leaf", "path"),
+        tools=("broom",),
+        places=("kitchen", "room", "shop", "yard", "house"),
+        agents=EVERYONE + ("worker",),
+        motion="upright",
+    ),
+    Action(
+        "mow",
+        ("lawn", "grass"),
+        tools=("mower",),
+        places=("yard", "garden", "park"),
+        agents=("man", "woman", "boy", "girl", "gardener", "worker"),
+        motion="moving",
+    ),
+    Action(
+        "climb",
+        ("tree", "ladder", "fence", "wall"),
+        places=("park", "yard", "garden", "forest"),
+        agents=EVERYONE + ("cat",),
+        motion="moving",
+    ),
+    Action(
+        "climb", ("mountain", "hill", "rock", "cliff"), tools=("rope",), agents=EVERYONE + ("climber",), motion="moving"
+    ),
+    Action(
+        "swim",
+        places=("lake", "pool", "river", "sea", "pond"),
+        place_prep="in",
+        agents=EVERYONE + ("dog", "duck", "swimmer"),
+        motion="moving",
+    ),
+    Action(
+        "run",
+        places=("track", "beach", "street", "park", "field", "trail"),
+        agents=EVERYONE + ("dog", "horse", "player", "runner"),
+        motion="moving",
+    ),
+    Action(
+        "jump",
+        ("fence", "puddle", "log", "wave", "rope"),
+        prep="over",
+        places=("park", "field", "street", "beach", "yard"),
+        agents=EVERYONE + ("dog", "horse"),
+        motion="moving",
+    ),
+    Action(
+        "hike", places=("trail", "mountain", "forest", "hill"), agents=EVERYONE + ("tourist", "family"), motion="moving"
+    ),
     Action("ski", places=("mountain", "slope", "hill", "snow"), agents=EVERYONE + ("skier",), motion="moving"),
     Action("skate", places=("rink", "ice", "park", "street"), agents=EVERYONE + ("skater",), motion="moving"),
-    Action("surf", ("wave",), tools=("board",), tool_prep="on", places=("beach", "ocean"), agents=EVERYONE + ("surfer",), motion="moving"),
+    Action(
+        "surf",
+        ("wave",),
+        tools=("board",),
+        tool_prep="on",
+        places=("beach", "ocean"),
+        agents=EVERYONE + ("surfer",),
+        motion="moving",
+    ),
     Action("row", ("boat",), places=("lake", "river", "pond"), place_prep="on", motion="moving"),
-    Action("plant", ("tree", "flower", "seed", "bush"), tools=("shovel",), places=("garden", "yard", "field", "park"), agents=EVERYONE + ("farmer", "gardener"), motion="upright"),
-    Action("dig", ("hole",), tools=("shovel",), places=("garden", "beach", "yard", "field"), agents=EVERYONE + ("dog", "farmer", "worker"), motion="upright"),
-    Action("pick", ("apple", "flower", "strawberry", "tomato", "berry", "orange"), places=("orchard", "garden", "field", "farm"), agents=EVERYONE + ("farmer",), motion="upright"),
+    Action(
+        "plant",
+        ("tree", "flower", "seed", "bush"),
+        tools=("shovel",),
+        places=("garden", "yard", "field", "park"),
+        agents=EVERYONE + ("farmer", "gardener"),
+        motion="upright",
+    ),
+    Action(
+        "dig",
+        ("hole",),
+        tools=("shovel",),
+        places=("garden", "beach", "yard", "field"),
+        agents=EVERYONE + ("dog", "farmer", "worker"),
+        motion="upright",
+    ),
+    Action(
+        "pick",
+        ("apple", "flower", "strawberry", "tomato", "berry", "orange"),
+        places=("orchard", "garden", "field", "farm"),
+        agents=EVERYONE + ("farmer",),
+        motion="upright",
+    ),
     Action("feed", ("bird", "duck", "pigeon"), places=("park", "pond", "lake"), agents=EVERYONE + ("tourist",)),
-    Action("feed", ("horse", "cow", "goat", "chicken", "sheep"), places=("farm", "barn", "field", "zoo"), agents=EVERYONE + ("farmer",), motion="upright"),
+    Action(
+        "feed",
+        ("horse", "cow", "goat", "chicken", "sheep"),
+        places=("farm", "barn", "field", "zoo"),
+        agents=EVERYONE + ("farmer",),
+        motion="upright",
+    ),
     Action("feed", ("dog", "cat", "baby"), places=("kitchen", "yard", "room"), agents=("man", "woman", "boy", "girl")),
     Action("pet", ("dog", "cat", "horse", "goat"), places=("park", "farm", "yard", "zoo", "street")),
     Action("hug", ("friend", "dog", "baby", "puppy"), places=("party", "airport", "station", "park")),
-    Action("chase", ("ball", "cat", "bird", "squirrel", "duck"), places=("park", "yard", "field", "street", "beach"), agents=("dog", "cat", "boy", "girl", "child"), motion="moving"),
-    Action("bark", ("cat", "stranger", "bird", "car", "mailman"), prep="at", places=("yard", "street", "park", "porch"), agents=("dog",), motion="upright"),
-    Action("sing", ("song",), places=("stage", "church", "street", "park", "party"), agents=EVERYONE + ("singer", "crowd"), motion="upright"),
-    Action("dance", places=("stage", "street", "party", "wedding", "club", "kitchen"), agents=EVERYONE + ("dancer",), motion="moving"),
-    Action("sit", ("bench", "chair", "sofa", "rock", "step", "blanket", "grass"), prep="on", places=("park", "room", "garden", "beach", "porch"), agents=EVERYONE + ("dog", "cat"), motion="seated"),
-    Action("stand", ("car", "tree", "door", "fence", "window", "table"), prep="next to", places=("street", "park", "room", "beach", "field"), agents=EVERYONE + ("dog", "horse"), motion="upright"),
-    Action("sleep", ("sofa", "bed", "grass", "floor", "blanket"), prep="on", places=("room", "house", "park", "garden"), agents=EVERYONE + ("dog", "cat", "baby"), motion="resting"),
-    Action("wait", ("bus", "train", "taxi", "friend"), prep="for", places=("station", "street", "airport", "corner"), agents=EVERYONE + ("crowd", "tourist")),
-    Action("talk", ("phone",), prep="on", places=("street", "office", "cafe", "park", "train"), agents=EVERYONE + ("worker",)),
-    Action("smile", ("camera", "baby", "friend"), prep="at", places=("party", "wedding", "park", "beach"), motion="upright"),
-    Action("look", ("map", "sky", "picture", "menu", "phone"), prep="at", places=("street", "park", "station", "cafe", "restaurant")),
-    Action("wear", ("hat", "helmet", "jacket", "coat", "scarf", "cap"), places=("party", "street", "wedding", "beach", "park"), agents=EVERYONE + ("player",)),
-    Action("hold", ("umbrella", "cup", "baby", "flower", "sign", "balloon"), places=("street", "park", "station", "party")),
-    Action("open", ("door", "window", "box", "gift", "bottle"), places=("room", "kitchen", "office", "party"), motion="upright"),
-    Action("push", ("cart", "stroller", "wheelbarrow", "swing", "car"), places=("street", "park", "store", "garden", "market"), motion="moving"),
-    Action("pull", ("rope", "cart", "wagon", "sled"), places=("field", "street", "yard", "farm", "snow"), agents=EVERYONE + ("horse", "dog"), motion="moving"),
-    Action("carry", ("bag", "box", "basket", "bucket", "suitcase", "umbrella"), places=("street", "beach", "market", "station", "farm"), agents=EVERYONE + ("worker",), motion="moving"),
-    Action("lift", ("box", "weight", "bag"), places=("gym", "street", "room", "store"), agents=EVERYONE + ("worker",), motion="upright"),
+    Action(
+        "chase",
+        ("ball", "cat", "bird", "squirrel", "duck"),
+        places=("park", "yard", "field", "street", "beach"),
+        agents=("dog", "cat", "boy", "girl", "child"),
+        motion="moving",
+    ),
+    Action(
+        "bark",
+        ("cat", "stranger", "bird", "car", "mailman"),
+        prep="at",
+        places=("yard", "street", "park", "porch"),
+        agents=("dog",),
+        motion="upright",
+    ),
+    Action(
+        "sing",
+        ("song",),
+        places=("stage", "church", "street", "park", "party"),
+        agents=EVERYONE + ("singer", "crowd"),
+        motion="upright",
+    ),
+    Action(
+        "dance",
+        places=("stage", "street", "party", "wedding", "club", "kitchen"),
+        agents=EVERYONE + ("dancer",),
+        motion="moving",
+    ),
+    Action(
+        "sit",
+        ("bench", "chair", "sofa", "rock", "step", "blanket", "grass"),
+        prep="on",
+        places=("park", "room", "garden", "beach", "porch"),
+        agents=EVERYONE + ("dog", "cat"),
+        motion="seated",
+    ),
+    Action(
+        "stand",
+        ("car", "tree", "door", "fence", "window", "table"),
+        prep="next to",
+        places=("street", "park", "room", "beach", "field"),
+        agents=EVERYONE + ("dog", "horse"),
+        motion="upright",
+    ),
+    Action(
+        "sleep",
+        ("sofa", "bed", "grass", "floor", "blanket"),
+        prep="on",
+        places=("room", "house", "park", "garden"),
+        agents=EVERYONE + ("dog", "cat", "baby"),
+        motion="resting",
+    ),
+    Action(
+        "wait",
+        ("bus", "train", "taxi", "friend"),
+        prep="for",
+        places=("station", "street", "airport", "corner"),
+        agents=EVERYONE + ("crowd", "tourist"),
+    ),
+    Action(
+        "talk",
+        ("phone",),
+        prep="on",
+        places=("street", "office", "cafe", "park", "train"),
+        agents=EVERYONE + ("worker",),
+    ),
+    Action(
+        "smile", ("camera", "baby", "friend"), prep="at", places=("party", "wedding", "park", "beach"), motion="upright"
+    ),
+    Action(
+        "look",
+        ("map", "sky", "picture", "menu", "phone"),
+        prep="at",
+        places=("street", "park", "station", "cafe", "restaurant"),
+    ),
+    Action(
+        "wear",
+        ("hat", "helmet", "jacket", "coat", "scarf", "cap"),
+        places=("party", "street", "wedding", "beach", "park"),
+        agents=EVERYONE + ("player",),
+    ),
+    Action(
+        "hold", ("umbrella", "cup", "baby", "flower", "sign", "balloon"), places=("street", "park", "station", "party")
+    ),
+    Action(
+        "open",
+        ("door", "window", "box", "gift", "bottle"),
+        places=("room", "kitchen", "office", "party"),
+        motion="upright",
+    ),
+    Action(
+        "push",
+        ("cart", "stroller", "wheelbarrow", "swing", "car"),
+        places=("street", "park", "store", "garden", "market"),
+        motion="moving",
+    ),
+    Action(
+        "pull",
+        ("rope", "cart", "wagon", "sled"),
+        places=("field", "street", "yard", "farm", "snow"),
+        agents=EVERYONE + ("horse", "dog"),
+        motion="moving",
+    ),
+    Action(
+        "carry",
+        ("bag", "box", "basket", "bucket", "suitcase", "umbrella"),
+        places=("street", "beach", "market", "station", "farm"),
+        agents=EVERYONE + ("worker",),
+        motion="moving",
+    ),
+    Action(
+        "lift",
+        ("box", "weight", "bag"),
+        places=("gym", "street", "room", "store"),
+        agents=EVERYONE + ("worker",),
+        motion="upright",
+    ),
     Action("pack", ("bag", "suitcase", "box", "lunch"), places=("room", "car", "house", "kitchen"), motion="upright"),
-    Action("fill", ("bucket",), tools=("sand", "water"), places=("beach", "garden", "yard"), agents=("boy", "girl", "child", "man", "woman"), motion="upright"),
-    Action("fill", ("glass", "cup", "bottle"), tools=("water", "juice", "milk"), places=("kitchen", "table", "restaurant"), agents=EVERYONE + ("waiter",), motion="upright"),
-    Action("watch", ("game", "match"), places=("stadium", "field", "room", "bar"), agents=EVERYONE + ("crowd", "fan", "family")),
+    Action(
+        "fill",
+        ("bucket",),
+        tools=("sand", "water"),
+        places=("beach", "garden", "yard"),
+        agents=("boy", "girl", "child", "man", "woman"),
+        motion="upright",
+    ),
+    Action(
+        "fill",
+        ("glass", "cup", "bottle"),
+        tools=("water", "juice", "milk"),
+        places=("kitchen", "table", "restaurant"),
+        agents=EVERYONE + ("waiter",),
+        motion="upright",
+    ),
+    Action(
+        "watch",
+        ("game", "match"),
+        places=("stadium", "field", "room", "bar"),
+        agents=EVERYONE + ("crowd", "fan", "family"),
+    ),
     Action("watch", ("movie", "show"), places=("theater", "room", "house"), agents=EVERYONE + ("family",)),
     Action("watch", ("sunset", "bird", "wave"), places=("beach", "park", "lake", "hill")),
     Action("fly", ("kite",), places=("beach", "park", "field", "hill"), motion="upright"),
-    Action("sell", ("fruit", "vegetable", "flower", "bread", "hat", "ticket"), places=("market", "street", "store", "shop"), agents=EVERYONE + ("vendor", "farmer"), motion="upright"),
-    Action("buy", ("fruit", "vegetable", "flower", "bread", "hat", "ticket"), places=("market", "store", "shop", "mall"), agents=EVERYONE + ("tourist", "customer"), motion="upright"),
-    Action("fix", ("car", "bike", "truck"), tools=("wrench", "screwdriver"), places=("garage", "street", "driveway"), agents=("man", "woman", "worker", "mechanic"), motion="upright"),
-    Action("fix", ("chair", "fence", "table", "door"), tools=("hammer", "screwdriver"), places=("yard", "farm", "garage", "workshop"), agents=("man", "woman", "worker", "carpenter"), motion="upright"),
-    Action("build", ("sandcastle",), tools=("bucket", "shovel"), places=("beach",), agents=("boy", "girl", "child", "family"), motion="upright"),
-    Action("build", ("snowman",), places=("yard", "park", "field", "snow"), agents=("boy", "girl", "child", "family"), motion="upright"),
-    Action("build", ("fence", "house", "wall", "shed"), tools=("hammer",), places=("yard", "farm", "field"), agents=("man", "woman", "worker", "carpenter"), motion="upright"),
-    Action("drive", ("car", "truck", "bus", "tractor", "taxi"), places=("road", "street", "city", "highway", "farm"), agents=("man", "woman", "driver", "farmer"), motion="moving"),
+    Action(
+        "sell",
+        ("fruit", "vegetable", "flower", "bread", "hat", "ticket"),
+        places=("market", "street", "store", "shop"),
+        agents=EVERYONE + ("vendor", "farmer"),
+        motion="upright",
+    ),
+    Action(
+        "buy",
+        ("fruit", "vegetable", "flower", "bread", "hat", "ticket"),
+        places=("market", "store", "shop", "mall"),
+        agents=EVERYONE + ("tourist", "customer"),
+        motion="upright",
+    ),
+    Action(
+        "fix",
+        ("car", "bike", "truck"),
+        tools=("wrench", "screwdriver"),
+        places=("garage", "street", "driveway"),
+        agents=("man", "woman", "worker", "mechanic"),
+        motion="upright",
+    ),
+    Action(
+        "fix",
+        ("chair", "fence", "table", "door"),
+        tools=("hammer", "screwdriver"),
+        places=("yard", "farm", "garage", "workshop"),
+        agents=("man", "woman", "worker", "carpenter"),
+        motion="upright",
+    ),
+    Action(
+        "build",
+        ("sandcastle",),
+        tools=("bucket", "shovel"),
+        places=("beach",),
+        agents=("boy", "girl", "child", "family"),
+        motion="upright",
+    ),
+    Action(
+        "build",
+        ("snowman",),
+        places=("yard", "park", "field", "snow"),
+        agents=("boy", "girl", "child", "family"),
+        motion="upright",
+    ),
+    Action(
+        "build",
+        ("fence", "house", "wall", "shed"),
+        tools=("hammer",),
+        places=("yard", "farm", "field"),
+        agents=("man", "woman", "worker", "carpenter"),
+        motion="upright",
+    ),
+    Action(
+        "drive",
+        ("car", "truck", "bus", "tractor", "taxi"),
+        places=("road", "street", "city", "highway", "farm"),
+        agents=("man", "woman", "driver", "farmer"),
+        motion="moving",
+    ),
 )
 
 # Actions a person can do at the same time as the main one, and which main motions they fit.
@@ -274,8 +907,15 @@ PARTNERS = (
     Partner("pour", "drink", ("water", "milk", "coffee", "juice", "tea"), ("man", "woman", "boy", "girl", "customer")),
     Partner("pick", "eat", ("apple", "strawberry", "berry", "orange"), ("boy", "girl", "child", "man", "woman")),
     Partner("pick", "sell", ("apple", "flower", "tomato", "strawberry"), ("farmer", "vendor", "man", "woman")),
-    Partner("sell", "buy", ("fruit", "vegetable", "flower", "bread", "hat", "ticket"), ("tourist", "customer", "man", "woman", "girl", "boy")),
-    Partner("write", "read", ("letter", "note", "story", "poem"), ("teacher", "student", "girl", "boy", "man", "woman")),
+    Partner(
+        "sell",
+        "buy",
+        ("fruit", "vegetable", "flower", "bread", "hat", "ticket"),
+        ("tourist", "customer", "man", "woman", "girl", "boy"),
+    ),
+    Partner(
+        "write", "read", ("letter", "note", "story", "poem"), ("teacher", "student", "girl", "boy", "man", "woman")
+    ),
 )
 # the action a partner's first agent does on a given object
 FIRST_ACTION = {(action.verb, noun): action for action in reversed(ACTIONS) for noun in action.objects}
@@ -292,9 +932,7 @@ class Situation:
     partner: Partner | None = None
 
 
-def generate_concept_sets(
-    split: str, num_sets: int | None = None
-) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+def generate_concept_sets(split: str, num_sets: int | None = None) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     """(concepts, scenes) pairs; concepts sorted, every scene uses every concept.
 
     ``num_sets`` defaults to ``SPLIT_SIZES[split]``; a shorter request is a prefix of the
@@ -351,7 +989,9 @@ def _single_situation(rng: random.Random, with_background: bool) -> Situation | 
     roles = _main_roles(rng, action, rng.choice(action.objects) if action.objects else None)
     background = None
     if with_background:
-        fitting = [verb for verb, motions in BACKGROUND_FITS.items() if action.motion in motions and verb != action.verb]
+        fitting = [
+            verb for verb, motions in BACKGROUND_FITS.items() if action.motion in motions and verb != action.verb
+        ]
         if roles["agent"] in ANIMALS or roles["agent"] in COLLECTIVES or not fitting:
             return None
         background = BACKGROUND_ACTIONS[rng.choice(fitting)]
@@ -432,15 +1072,21 @@ def _scene_words(rng: random.Random, situation: Situation) -> dict[str, str]:
     concept_place = words.get("place")
     if "object" in roles and "object" not in words:
         choices = situation.partner.objects if situation.partner else action.objects
-        words["object"] = rng.choice([
-            noun for noun in choices if noun in action.objects and noun != words["agent"] and _fits(noun, concept_place)
-        ])
+        words["object"] = rng.choice(
+            [
+                noun
+                for noun in choices
+                if noun in action.objects and noun != words["agent"] and _fits(noun, concept_place)
+            ]
+        )
     if situation.background is not None and "object2" not in words:
         words["object2"] = rng.choice([noun for noun in situation.background.objects if _fits(noun, concept_place)])
     if "tool" in roles and "tool" not in words and rng.random() < OPTIONAL_TOOL_RATE:
         words["tool"] = rng.choice(action.tools)
     if "place" in roles and "place" not in words and rng.random() < OPTIONAL_PLACE_RATE:
-        places = [place for place in action.places if _fits(words.get("object"), place) and _fits(words.get("object2"), place)]
+        places = [
+            place for place in action.places if _fits(words.get("object"), place) and _fits(words.get("object2"), place)
+        ]
         if places:
             words["place"] = rng.choice(places)
     if situation.partner is not None and "agent2" not in words:
@@ -452,7 +1098,8 @@ def _agent_choices(situation: Situation) -> list[str]:
     """Agents that can stand in for a situation's agent that is not a concept."""
     agent, roles = situation.roles["agent"], situation.roles
     return [
-        other for other in situation.action.agents
+        other
+        for other in situation.action.agents
         if (other in ANIMALS) == (agent in ANIMALS)  # tools and postures need a person
         and not (situation.background and other in COLLECTIVES)  # not "a crowd sitting on a bench"
         and other not in (roles.get("agent2"), roles.get("object"))
@@ -517,10 +1164,14 @@ def _partner_scene(rng: random.Random, situation: Situation, words: dict[str, st
         return _join(subject2, second_verb, the_object, "that", subject, first_verb, tool, place)
     if shape == "by":
         participle = _verb_forms(action.verb)["pp"]
-        return _join(subject2, second_verb, _object_phrase(rng, noun, object_plural), participle, "by", subject, tool, place)
+        return _join(
+            subject2, second_verb, _object_phrase(rng, noun, object_plural), participle, "by", subject, tool, place
+        )
     # "after" clauses read best in the simple tenses
     tense = "past" if tense == "past" else "simple"
-    first = _join("after", subject, _verb_form(action.verb, tense, plural), _object_phrase(rng, noun, object_plural), tool)
+    first = _join(
+        "after", subject, _verb_form(action.verb, tense, plural), _object_phrase(rng, noun, object_plural), tool
+    )
     return _join(f"{first},", subject2, _verb_form(partner.second, tense, plural2), pronoun, place)
 
 

@@ -59,7 +59,9 @@ class DialogueSplit:
 
 def load_dialogues(source: str, split: str, data_dir: str | Path | None = None) -> DialogueSplit:
     """The dialogues of ``split`` from ``source`` (cached per process)."""
-    data_dir = check_source(source, split, data_dir, "the unzipped DailyDialog release with dialogues_<split>.txt and its act/emotion files")
+    data_dir = check_source(
+        source, split, data_dir, "the unzipped DailyDialog release with dialogues_<split>.txt and its act/emotion files"
+    )
     loaded = _load_cached(source, split, data_dir)
     if not loaded.dialogues:
         raise DataUnavailableError(f"the {split!r} split of source={source!r} holds no dialogues")
@@ -99,7 +101,10 @@ def _labelled(rows, where: str) -> DialogueSplit:
                 f"{where}: {len(mismatched)} of {len(dialogues) + len(mismatched)} dialogues (lines {lines}) have other numbers of "
                 "utterances than of act or emotion labels: the dialogue, act and emotion files do not belong together"
             )
-        warnings.warn(f"{where}: dropped {len(mismatched)} dialogues (lines {lines}) whose utterance and label counts disagree", stacklevel=4)
+        warnings.warn(
+            f"{where}: dropped {len(mismatched)} dialogues (lines {lines}) whose utterance and label counts disagree",
+            stacklevel=4,
+        )
     return DialogueSplit(tuple(dialogues), len(mismatched))
 
 

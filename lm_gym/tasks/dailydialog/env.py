@@ -130,7 +130,9 @@ class DailyDialogEnv(SingleTurnTextEnv):
         intent_coef = check_number("intent_coef", intent_coef, minimum=0)
         meteor_coef = check_number("meteor_coef", meteor_coef, minimum=0)
         if not isinstance(intent_model, str) or not intent_model:
-            raise ConfigurationError(f"intent_model must be 'auto', 'trained' or a classifier name/path, got {safe_repr(intent_model)}")
+            raise ConfigurationError(
+                f"intent_model must be 'auto', 'trained' or a classifier name/path, got {safe_repr(intent_model)}"
+            )
         device = resolve_device("reward_device", reward_device)
         self.split, self.source, self.data_dir = split, source, data_dir
         loaded = load_dialogues(source, split, data_dir)
@@ -140,18 +142,28 @@ class DailyDialogEnv(SingleTurnTextEnv):
             for turn in range(self.context_size, len(dialogue)):
                 utterance, act, emotion = dialogue[turn]
                 meta = {
-                    "act": ACTS[act], "act_id": act, "emotion": EMOTIONS[emotion], "emotion_id": emotion,
-                    "dialogue": dialogue_index, "turn": turn, "index": len(self.samples), "source": source,
+                    "act": ACTS[act],
+                    "act_id": act,
+                    "emotion": EMOTIONS[emotion],
+                    "emotion_id": emotion,
+                    "dialogue": dialogue_index,
+                    "turn": turn,
+                    "index": len(self.samples),
+                    "source": source,
                 }
                 prompt = context_prompt(u for u, _, _ in dialogue[turn - self.context_size : turn])
                 self.samples.append(Sample(prompt, (utterance,), meta))
         if not self.samples:
-            raise ConfigurationError(f"no dialogue of the {split!r} split has more than context_size={self.context_size} utterances")
+            raise ConfigurationError(
+                f"no dialogue of the {split!r} split has more than context_size={self.context_size} utterances"
+            )
         if intent_model == "auto":
             intent_model = HUB_INTENT_CLASSIFIER if source == "hub" else "trained"
         if intent_model == "trained":
             train = [turn for dialogue in load_dialogues(source, "train", data_dir).dialogues for turn in dialogue]
-            classifier = NgramActClassifier.trained_on([u for u, _, _ in train], [a for _, a, _ in train], f"dailydialog-acts-{source}")
+            classifier = NgramActClassifier.trained_on(
+                [u for u, _, _ in train], [a for _, a, _ in train], f"dailydialog-acts-{source}"
+            )
         else:
             classifier = TransformersActClassifier(intent_model, device=device)
         self.reward_fn = IntentMeteorReward(classifier, intent_coef, meteor_coef)
@@ -168,7 +180,9 @@ class DailyDialogEnv(SingleTurnTextEnv):
         references = [list(sample.references)]
         match = self.reward_fn.classifier.predict([sample.prompt], [utterance])[0] == sample.meta["act_id"]
         results = {"intent_match": float(match), "meteor": float(metrics.meteor_scores([utterance], references)[0])}
-        results.update(metrics.corpus_rouge([utterance], references, ("rouge1", "rouge2", "rougeL")))  # one sample: its scores
+        results.update(
+            metrics.corpus_rouge([utterance], references, ("rouge1", "rouge2", "rougeL"))
+        )  # one sample: its scores
         results["num_words"] = len(utterance.split())
         return results
 
@@ -178,4 +192,7 @@ class DailyDialogEnv(SingleTurnTextEnv):
 
         require_extra("nlg", "lm_gym/DailyDialog-v0's evaluation (corpus metric sacrebleu)", "sacrebleu")
         _, utterances, references = episode_texts(episodes)
-        return {"bleu": metrics.corpus_bleu(utterances, references), "sacrebleu": metrics.corpus_sacrebleu(utterances, references)}
+        return {
+            "bleu": metrics.corpus_bleu(utterances, references),
+            "sacrebleu": metrics.corpus_sacrebleu(utterances, references),
+        }

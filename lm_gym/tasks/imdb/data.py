@@ -83,7 +83,11 @@ def _split_original(read, split: str) -> tuple[Review, ...]:
 def _split_csv(reviews: list[Review], split: str) -> tuple[Review, ...]:
     order = np.random.default_rng(0).permutation(len(reviews))
     train_end, validation_end = int(round(0.4 * len(reviews))), int(round(0.5 * len(reviews)))
-    chosen = {"train": order[:train_end], "validation": order[train_end:validation_end], "test": order[validation_end:]}[split]
+    chosen = {
+        "train": order[:train_end],
+        "validation": order[train_end:validation_end],
+        "test": order[validation_end:],
+    }[split]
     return tuple(reviews[i] for i in sorted(chosen))
 
 
@@ -113,8 +117,12 @@ def _read_acl_imdb(root: Path, original_split: str) -> list[Review]:
     for label_name, label in (("neg", 0), ("pos", 1)):
         folder = root / original_split / label_name
         if not folder.is_dir():
-            raise DataUnavailableError(f"missing {folder}: the aclImdb/ layout has {original_split}/{label_name}/<id>_<rating>.txt")
-        files = sorted(folder.glob("*.txt"), key=lambda p: int(p.stem.split("_")[0]) if p.stem.split("_")[0].isdigit() else -1)
+            raise DataUnavailableError(
+                f"missing {folder}: the aclImdb/ layout has {original_split}/{label_name}/<id>_<rating>.txt"
+            )
+        files = sorted(
+            folder.glob("*.txt"), key=lambda p: int(p.stem.split("_")[0]) if p.stem.split("_")[0].isdigit() else -1
+        )
         reviews += [(clean_review(f.read_text(encoding="utf-8", errors="replace")), label) for f in files]
     return reviews
 
@@ -129,6 +137,8 @@ def _read_csv(path: Path) -> list[Review]:
         for row_number, row in enumerate(reader, start=2):
             sentiment = (row["sentiment"] or "").strip().lower()
             if sentiment not in labels:
-                raise DataUnavailableError(f"{path}:{row_number}: sentiment must be 'positive' or 'negative', got {row['sentiment']!r}")
+                raise DataUnavailableError(
+                    f"{path}:{row_number}: sentiment must be 'positive' or 'negative', got {row['sentiment']!r}"
+                )
             reviews.append((clean_review(row["review"] or ""), labels[sentiment]))
     return reviews

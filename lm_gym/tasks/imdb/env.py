@@ -138,9 +138,13 @@ class IMDBEnv(SingleTurnTextEnv):
 
     def _make_reward(self, reward_model: str, positive_label: str | int | None, device: str | None):
         if not isinstance(reward_model, str) or not reward_model:
-            raise ConfigurationError(f"reward_model must be 'auto', 'trained' or a classifier name/path, got {safe_repr(reward_model)}")
+            raise ConfigurationError(
+                f"reward_model must be 'auto', 'trained' or a classifier name/path, got {safe_repr(reward_model)}"
+            )
         if positive_label is not None and not (isinstance(positive_label, str) or is_integer(positive_label)):
-            raise ConfigurationError(f"positive_label must be a label name, an int index or None, got {safe_repr(positive_label)}")
+            raise ConfigurationError(
+                f"positive_label must be a label name, an int index or None, got {safe_repr(positive_label)}"
+            )
         device = resolve_device("reward_device", device)
         if reward_model == "auto":
             reward_model = HUB_CLASSIFIER if self.source == "hub" else "trained"

@@ -33,7 +33,9 @@ def word_list(size: int = NUM_WORDS) -> tuple[str, ...]:
 
     words = [word for word in top_n_list("en", 4 * size) if word.isascii() and word.isalpha() and word.islower()]
     if len(words) < size:
-        raise ConfigurationError(f"wordfreq has only {len(words)} lowercase a-z words among its top {4 * size}, asked for {size}")
+        raise ConfigurationError(
+            f"wordfreq has only {len(words)} lowercase a-z words among its top {4 * size}, asked for {size}"
+        )
     return tuple(words[:size])
 
 
@@ -85,7 +87,9 @@ def resolve_prompts(prompts: Any, split: str) -> list[str]:
     """The split's prompts from a list, a file path, or a dict of either per split."""
     if isinstance(prompts, Mapping):
         if split not in prompts:
-            raise ConfigurationError(f"prompts has no {safe_repr(split)} split; its keys are {safe_repr(list(prompts))}")
+            raise ConfigurationError(
+                f"prompts has no {safe_repr(split)} split; its keys are {safe_repr(list(prompts))}"
+            )
         prompts = prompts[split]
     if isinstance(prompts, (str, Path)):
         prompts = read_prompts(prompts)
@@ -95,7 +99,9 @@ def resolve_prompts(prompts: Any, split: str) -> list[str]:
         )
     too_long = [i for i, p in enumerate(prompts) if len(p) > MAX_OBSERVATION_LENGTH]
     if too_long:
-        raise ConfigurationError(f"prompts must have at most {MAX_OBSERVATION_LENGTH} characters; prompt {too_long[0]} has {len(prompts[too_long[0]])}")
+        raise ConfigurationError(
+            f"prompts must have at most {MAX_OBSERVATION_LENGTH} characters; prompt {too_long[0]} has {len(prompts[too_long[0]])}"
+        )
     return list(prompts)
 
 
@@ -163,7 +169,9 @@ class PromptsEnv(SingleTurnTextEnv):
         prompt_words: int = 64,
         render_mode: str | None = None,
     ):
-        super().__init__(max_observation_length=MAX_OBSERVATION_LENGTH, max_action_length=MAX_ACTION_LENGTH, render_mode=render_mode)
+        super().__init__(
+            max_observation_length=MAX_OBSERVATION_LENGTH, max_action_length=MAX_ACTION_LENGTH, render_mode=render_mode
+        )
         self.split = check_choice("split", split, tuple(SYNTHETIC_SIZES))
         if prompts is None:
             prompt_words = check_int("prompt_words", prompt_words, 1, MAX_OBSERVATION_LENGTH // 16)
@@ -186,7 +194,9 @@ class PromptsEnv(SingleTurnTextEnv):
             return vowel_words
         if isinstance(reward_fn, str):
             return import_callable("reward_fn", reward_fn)
-        raise ConfigurationError(f"reward_fn must be a callable, a 'module:function' string or one of {BUILT_IN_REWARDS}, got {safe_repr(reward_fn)}")
+        raise ConfigurationError(
+            f"reward_fn must be a callable, a 'module:function' string or one of {BUILT_IN_REWARDS}, got {safe_repr(reward_fn)}"
+        )
 
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         if self._prompts_argument is None:  # every word once: the same tokenizer for every split

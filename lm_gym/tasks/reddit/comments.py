@@ -52,7 +52,9 @@ def is_usable(body: str | None) -> bool:
     return body is not None and bool(body.strip()) and body.strip() not in DELETED_BODIES
 
 
-def keep_comment(dropped: Counter, comment_id: str, parent_id: str, link_id: str, text: str, parent_text: str | None, score: int) -> Comment | None:
+def keep_comment(
+    dropped: Counter, comment_id: str, parent_id: str, link_id: str, text: str, parent_text: str | None, score: int
+) -> Comment | None:
     """The :class:`Comment`, or ``None`` with its reason counted in ``dropped`` (``parent_text=None``: not found)."""
     if not is_usable(text):
         dropped["deleted"] += 1

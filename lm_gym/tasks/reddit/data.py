@@ -123,9 +123,17 @@ def _read_csvs(paths: list[Path]) -> LoadedComments:
             try:
                 score = int(values["score"])
             except ValueError:
-                raise DataUnavailableError(f"{path}:{number}: score must be an integer, got {values['score']!r:.40}") from None
+                raise DataUnavailableError(
+                    f"{path}:{number}: score must be an integer, got {values['score']!r:.40}"
+                ) from None
             comment = keep_comment(
-                dropped, values["id"], values["parent_id"], values["link_id"], values["text"], values["parent_text"], score
+                dropped,
+                values["id"],
+                values["parent_id"],
+                values["link_id"],
+                values["text"],
+                values["parent_text"],
+                score,
             )
             if comment is not None:
                 comments.append(comment)

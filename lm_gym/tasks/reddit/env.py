@@ -151,8 +151,12 @@ class RedditEnv(SingleTurnTextEnv):
         )
         self.reward = check_choice("reward", reward, REWARDS)
         if not isinstance(include_parent, (bool, np.bool_)):
-            raise ConfigurationError(f"include_parent must be True or False, got {type(include_parent).__name__} {safe_repr(include_parent)}")
-        self.reward_scale = DEFAULT_REWARD_SCALES[reward] if reward_scale is None else check_number("reward_scale", reward_scale)
+            raise ConfigurationError(
+                f"include_parent must be True or False, got {type(include_parent).__name__} {safe_repr(include_parent)}"
+            )
+        self.reward_scale = (
+            DEFAULT_REWARD_SCALES[reward] if reward_scale is None else check_number("reward_scale", reward_scale)
+        )
         self.reward_shift = check_number("reward_shift", reward_shift)
         if not all(math.isfinite(raw * self.reward_scale + self.reward_shift) for raw in RAW_REWARD_VALUES):
             raise ConfigurationError(
@@ -174,18 +178,28 @@ class RedditEnv(SingleTurnTextEnv):
 
     def _check_toxicity_arguments(self, toxicity_model: Any, toxic_label: Any) -> None:
         if not isinstance(toxicity_model, str) or not toxicity_model:
-            raise ConfigurationError(f"toxicity_model must be 'lexicon' or a classifier name/path, got {safe_repr(toxicity_model)}")
+            raise ConfigurationError(
+                f"toxicity_model must be 'lexicon' or a classifier name/path, got {safe_repr(toxicity_model)}"
+            )
         if toxic_label is not None and not (isinstance(toxic_label, str) or is_integer(toxic_label)):
-            raise ConfigurationError(f"toxic_label must be a label name, an int index or None, got {safe_repr(toxic_label)}")
+            raise ConfigurationError(
+                f"toxic_label must be a label name, an int index or None, got {safe_repr(toxic_label)}"
+            )
         if self.reward not in TOXICITY_REWARDS and (toxicity_model != "lexicon" or toxic_label is not None):
-            raise ConfigurationError(f"toxicity_model and toxic_label apply to the toxicity rewards, not reward={self.reward!r}")
+            raise ConfigurationError(
+                f"toxicity_model and toxic_label apply to the toxicity rewards, not reward={self.reward!r}"
+            )
         if toxicity_model == "lexicon" and toxic_label is not None:
             raise ConfigurationError("toxic_label applies to a classifier toxicity_model, not to 'lexicon'")
 
     def _meta(self, comment: Comment, index: int) -> dict[str, Any]:
         meta = {
-            "id": comment.id, "parent_id": comment.parent_id, "link_id": comment.link_id, "score": comment.score,
-            "index": index, "source": self.source,
+            "id": comment.id,
+            "parent_id": comment.parent_id,
+            "link_id": comment.link_id,
+            "score": comment.score,
+            "index": index,
+            "source": self.source,
         }
         if comment.toxicity is not None:
             meta["toxicity"] = comment.toxicity
@@ -204,7 +218,9 @@ class RedditEnv(SingleTurnTextEnv):
             comments = all_comments(self.source, self.data_dir)
             return UpvotesRealReward([c.text for c in comments], [c.score for c in comments])
         train = load_comments(self.source, "train", self.data_dir).comments
-        return UpvotesModelReward.trained_on([c.text for c in train], [c.score for c in train], f"reddit-upvotes-{self.source}")
+        return UpvotesModelReward.trained_on(
+            [c.text for c in train], [c.score for c in train], f"reddit-upvotes-{self.source}"
+        )
 
     def scale_reward(self, raw: float | np.ndarray) -> float | np.ndarray:
         """The env's reward of a raw reward value: ``raw * reward_scale + reward_shift``."""
@@ -218,14 +234,20 @@ class RedditEnv(SingleTurnTextEnv):
 
     def _reward_query(self, utterance: str) -> RewardQuery:
         sample = self.current_sample
-        return RewardQuery(sample.prompt, utterance, sample.references, {**sample.meta, "reward_seed": self._reward_seed})
+        return RewardQuery(
+            sample.prompt, utterance, sample.references, {**sample.meta, "reward_seed": self._reward_seed}
+        )
 
     def _transition(self, utterance: str, score: float | None) -> StepResult:
         observation, _, terminated, truncated, info = super()._transition(utterance, score)
         return observation, float(self.scale_reward(score)), terminated, truncated, info
 
     def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, float]:
-        metrics = {"reward": float(self.scale_reward(score)), self.reward: float(score), "num_words": len(utterance.split())}
+        metrics = {
+            "reward": float(self.scale_reward(score)),
+            self.reward: float(score),
+            "num_words": len(utterance.split()),
+        }
         if self.reward == "noised_toxicity":
             metrics["toxicity"] = float(self.reward_fn.scorer.levels([utterance])[0])
         elif self.reward == "upvotes_real":

@@ -60,14 +60,20 @@ def comment_trajectories(
     if env_kwargs is None:
         env_kwargs = {}
     if not isinstance(env_kwargs, Mapping):
-        raise ConfigurationError(f"env_kwargs must be a dict of RedditEnv's arguments or None, got {type(env_kwargs).__name__}")
+        raise ConfigurationError(
+            f"env_kwargs must be a dict of RedditEnv's arguments or None, got {type(env_kwargs).__name__}"
+        )
     unknown = sorted(set(env_kwargs) - (set(inspect.signature(RedditEnv).parameters) - {"split"}))
     if unknown:
-        raise ConfigurationError(f"env_kwargs {safe_repr(unknown)} are not RedditEnv arguments here (pass split as its own argument)")
+        raise ConfigurationError(
+            f"env_kwargs {safe_repr(unknown)} are not RedditEnv arguments here (pass split as its own argument)"
+        )
     seed = check_int("seed", seed, 0)
     batch_size = check_int("batch_size", batch_size, 1)
     env = RedditEnv(split=split, **env_kwargs)
-    num_samples = len(env.samples) if max_samples is None else min(check_int("max_samples", max_samples, 1), len(env.samples))
+    num_samples = (
+        len(env.samples) if max_samples is None else min(check_int("max_samples", max_samples, 1), len(env.samples))
+    )
 
     rows = []
     with tqdm(total=num_samples, desc=f"{ENV_ID} {split}", unit="trajectory", disable=not progress) as bar:
@@ -81,18 +87,20 @@ def comment_trajectories(
                 queries.append(query)
             rewards = env.scale_reward(score_queries(env.reward_fn, queries))
             for index, observation, query, reward in zip(indices, observations, queries, rewards):
-                rows.append({
-                    "env_id": ENV_ID,
-                    "observations": [observation],
-                    "actions": [query.utterance],
-                    "rewards": [float(reward)],
-                    "dones": [True],
-                    "seed": seed + index,
-                    "sample_index": index,
-                    "comment_id": query.meta["id"],
-                    "parent_id": query.meta["parent_id"],
-                    "link_id": query.meta["link_id"],
-                    "score": query.meta["score"],
-                })
+                rows.append(
+                    {
+                        "env_id": ENV_ID,
+                        "observations": [observation],
+                        "actions": [query.utterance],
+                        "rewards": [float(reward)],
+                        "dones": [True],
+                        "seed": seed + index,
+                        "sample_index": index,
+                        "comment_id": query.meta["id"],
+                        "parent_id": query.meta["parent_id"],
+                        "link_id": query.meta["link_id"],
+                        "score": query.meta["score"],
+                    }
+                )
             bar.update(len(indices))
     return trajectories_from_rows(rows, metadata_features())

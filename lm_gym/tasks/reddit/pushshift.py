@@ -47,18 +47,30 @@ def read_dumps(paths: list[Path]) -> LoadedComments:
             if "body" in record:
                 _require(record, COMMENT_FIELDS, path, number)
                 comment_id, body = str(record["id"]), str(record["body"])
-                pending.append((comment_id, str(record["parent_id"]), str(record["link_id"]), body, _score(record["score"], path, number)))
+                pending.append(
+                    (
+                        comment_id,
+                        str(record["parent_id"]),
+                        str(record["link_id"]),
+                        body,
+                        _score(record["score"], path, number),
+                    )
+                )
                 bodies[comment_id] = body
             elif "title" in record and "id" in record:
                 submissions[str(record["id"])] = _submission_text(record)
             else:
-                raise DataUnavailableError(f"{path}:{number}: neither a comment (with 'body') nor a submission (with 'id' and 'title')")
+                raise DataUnavailableError(
+                    f"{path}:{number}: neither a comment (with 'body') nor a submission (with 'id' and 'title')"
+                )
     parents = {"t1": bodies, "t3": submissions}
     dropped: Counter = Counter()
     comments: list[Comment] = []
     for comment_id, parent_id, link_id, body, score in pending:
         kind, _, parent_key = parent_id.partition("_")
-        comment = keep_comment(dropped, comment_id, parent_id, link_id, body, parents.get(kind, {}).get(parent_key), score)
+        comment = keep_comment(
+            dropped, comment_id, parent_id, link_id, body, parents.get(kind, {}).get(parent_key), score
+        )
         if comment is not None:
             comments.append(comment)
     return LoadedComments(tuple(comments), counts(dropped))
@@ -66,7 +78,9 @@ def read_dumps(paths: list[Path]) -> LoadedComments:
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line of ``path``."""
-    read_errors: tuple[type[Exception], ...] = (OSError, _zstandard(path).ZstdError) if path.suffix == ".zst" else (OSError,)
+    read_errors: tuple[type[Exception], ...] = (
+        (OSError, _zstandard(path).ZstdError) if path.suffix == ".zst" else (OSError,)
+    )
     try:
         with _open_text(path) as lines:
             for number, line in enumerate(lines, start=1):

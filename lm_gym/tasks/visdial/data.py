@@ -32,10 +32,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
-from lm_gym.tasks.visdial.dialogue import MAX_ANSWER_LENGTH, MAX_CAPTION_LENGTH, MAX_QUESTION_LENGTH, Dialogue, HiddenImage, clean_line
+from lm_gym.tasks.visdial.dialogue import (
+    MAX_ANSWER_LENGTH,
+    MAX_CAPTION_LENGTH,
+    MAX_QUESTION_LENGTH,
+    Dialogue,
+    HiddenImage,
+    clean_line,
+)
 
 #: The file-name part and the ``split`` field values of each split.
-RELEASE_SPLITS = {"train": ("train", ("train",)), "validation": ("val", ("val", "val2018")), "test": ("test", ("test", "test2018"))}
+RELEASE_SPLITS = {
+    "train": ("train", ("train",)),
+    "validation": ("val", ("val", "val2018")),
+    "test": ("test", ("test", "test2018")),
+}
 
 
 @dataclass(frozen=True)
@@ -56,7 +67,11 @@ def find_release_file(data_dir: str | Path, split: str) -> Path:
     # dialog files only: the dense annotations (visdial_1.0_val_dense_annotations.json) sit beside them
     dialog_file = re.compile(rf"visdial_(?:1\.0|0\.5)_{name}(?:_(?!dense)\w+)?\.json")
     for folder in (path, path / "raw" / "visdial_0.5"):  # a release folder; ILQL's data/vis_dialogue
-        files = sorted(file for file in folder.glob(f"visdial_*_{name}*.json") if dialog_file.fullmatch(file.name)) if folder.is_dir() else []
+        files = (
+            sorted(file for file in folder.glob(f"visdial_*_{name}*.json") if dialog_file.fullmatch(file.name))
+            if folder.is_dir()
+            else []
+        )
         exact = [file for file in files if file.stem.endswith(f"_{name}")]
         if len(exact or files) == 1:
             return (exact or files)[0]
@@ -85,16 +100,25 @@ def load_dialogs(path: Path, split: str) -> tuple[HumanDialog, ...]:
             f"{path} is not a VisDial json file (v1.0: data.questions, data.answers, data.dialogs; v0.5: a list of dialogs): {error!r}"
         ) from error
     if not isinstance(release, list) and file_split not in RELEASE_SPLITS[split][1]:
-        raise ConfigurationError(f"split={split!r} but {path} holds the {file_split!r} split; pass the split it holds or another file")
+        raise ConfigurationError(
+            f"split={split!r} but {path} holds the {file_split!r} split; pass the split it holds or another file"
+        )
     loaded, number = [], 0
     try:
         for number, dialog in enumerate(dialogs):
             rounds = tuple(
-                (clean_line(_text(questions, r["question"]) + "?", MAX_QUESTION_LENGTH), clean_line(_text(answers, r["answer"]), MAX_ANSWER_LENGTH))
+                (
+                    clean_line(_text(questions, r["question"]) + "?", MAX_QUESTION_LENGTH),
+                    clean_line(_text(answers, r["answer"]), MAX_ANSWER_LENGTH),
+                )
                 for r in dialog["dialog"]
                 if r.get("answer", -1) != -1  # the v1.0 test split's last round has no answer
             )
-            loaded.append(HumanDialog(int(dialog.get("image_id", number)), clean_line(dialog["caption"], MAX_CAPTION_LENGTH), rounds))
+            loaded.append(
+                HumanDialog(
+                    int(dialog.get("image_id", number)), clean_line(dialog["caption"], MAX_CAPTION_LENGTH), rounds
+                )
+            )
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
         raise DataUnavailableError(f"{path}: dialog {number} does not follow the VisDial format: {error!r}") from error
     if not loaded:

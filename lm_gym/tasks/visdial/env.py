@@ -46,7 +46,11 @@ class PercentileReward:
         self.ranker = ranker
 
     def __call__(
-        self, prompts: Sequence[str], utterances: Sequence[str], references: Sequence[Sequence[str]], meta: Sequence[dict[str, Any]]
+        self,
+        prompts: Sequence[str],
+        utterances: Sequence[str],
+        references: Sequence[Sequence[str]],
+        meta: Sequence[dict[str, Any]],
     ) -> np.ndarray:
         return rank(self.ranker, [m["image"] for m in meta], [m["dialogue"] for m in meta])
 
@@ -244,7 +248,9 @@ class VisDialEnv(TextEnv):
                 raise ConfigurationError("source='local' needs data_dir=<a VisDial v1.0 json file or its folder>")
             data_dir = str(check_path("data_dir", data_dir).resolve())
             if num_images is not None:
-                raise ConfigurationError("num_images sets the synthetic gallery size; source='local' uses every dialog of the split")
+                raise ConfigurationError(
+                    "num_images sets the synthetic gallery size; source='local' uses every dialog of the split"
+                )
         else:
             if data_dir is not None:
                 raise ConfigurationError(f"data_dir is only used with source='local', not source={source!r}")
@@ -255,7 +261,9 @@ class VisDialEnv(TextEnv):
         if server_url is not None:
             server_url = check_server_url(server_url)
             if answerer is not None or ranker is not None:
-                raise ConfigurationError("server_url answers and ranks: pass either server_url or answerer/ranker, not both")
+                raise ConfigurationError(
+                    "server_url answers and ranks: pass either server_url or answerer/ranker, not both"
+                )
             world = HttpWorld(server_url, self._features(image_features), server_timeout)
             self.answerer, self.ranker = world, world
         else:
@@ -272,11 +280,17 @@ class VisDialEnv(TextEnv):
     def _features(self, image_features: Any) -> Mapping[int, Any]:
         """``{image_id: vector}`` for every image of the split, from a file or a mapping."""
         if image_features is None:
-            raise ConfigurationError("server_url needs image_features (an HDF5 file or {image_id: vector}): the server ranks by them")
+            raise ConfigurationError(
+                "server_url needs image_features (an HDF5 file or {image_id: vector}): the server ranks by them"
+            )
         if isinstance(image_features, (str, os.PathLike)):
-            return load_image_features(check_path("image_features", image_features), [image.image_id for image in self.images])
+            return load_image_features(
+                check_path("image_features", image_features), [image.image_id for image in self.images]
+            )
         if not isinstance(image_features, Mapping):
-            raise ConfigurationError(f"image_features must be a path or {{image_id: vector}}, got {type(image_features).__name__}")
+            raise ConfigurationError(
+                f"image_features must be a path or {{image_id: vector}}, got {type(image_features).__name__}"
+            )
         missing = [image.image_id for image in self.images if image.image_id not in image_features]
         if missing:
             raise ConfigurationError(f"image_features lacks {len(missing)} image ids of the split, e.g. {missing[:5]}")
@@ -336,7 +350,12 @@ class VisDialEnv(TextEnv):
 
     def _info(self) -> dict[str, Any]:
         image = self._image
-        meta = {"image_id": image.image_id, "index": image.index, "source": self.source, "initial_percentile": self._initial}
+        meta = {
+            "image_id": image.image_id,
+            "index": image.index,
+            "source": self.source,
+            "initial_percentile": self._initial,
+        }
         return {"prompt": self._text(), "references": [], "meta": meta, "percentile": self._percentile}
 
     # ---- data for learning ------------------------------------------------------------------
@@ -365,13 +384,17 @@ class VisDialEnv(TextEnv):
                 images = self.images
             texts = [dialogue_text(image.caption, image.content.rounds) for image in images]
         else:
-            texts = [dialogue_text(image.caption, _template_dialogue(image.content)) for image in synthetic.gallery("train")]
+            texts = [
+                dialogue_text(image.caption, _template_dialogue(image.content)) for image in synthetic.gallery("train")
+            ]
         digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
         return f"visdial-{self.source}-{digest}", texts
 
 
 def _template_dialogue(scene: synthetic.Scene) -> Dialogue:
     templates = synthetic.OPEN_QUESTIONS + synthetic.YES_NO_QUESTIONS
-    questions = [synthetic.fill(t, o.category, color=o.color, side=o.position) for o in scene.objects for t in templates]
+    questions = [
+        synthetic.fill(t, o.category, color=o.color, side=o.position) for o in scene.objects for t in templates
+    ]
     questions += list(synthetic.SCENE_QUESTIONS + synthetic.SCENE_YES_NO_QUESTIONS)
     return tuple((q, synthetic.answer_question(scene, q)) for q in questions)

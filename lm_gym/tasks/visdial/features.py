@@ -22,7 +22,9 @@ import numpy as np
 from lm_gym.core.errors import DataUnavailableError, require_extra
 
 
-def load_image_features(path: str | Path, image_ids: Iterable[int] | None = None, normalize: bool = True) -> dict[int, np.ndarray]:
+def load_image_features(
+    path: str | Path, image_ids: Iterable[int] | None = None, normalize: bool = True
+) -> dict[int, np.ndarray]:
     """``{image_id: float32 feature vector}`` from a starter-code HDF5 file (the ``image_ids`` given, or all)."""
     require_extra("visdial", f"reading image features from {str(path)!r}", "h5py")
     import h5py

@@ -90,7 +90,9 @@ def metadata_features() -> dict[str, Any]:
 
 def _env(env_kwargs: Mapping[str, Any] | None) -> VisDialEnv:
     if env_kwargs is not None and not isinstance(env_kwargs, Mapping):
-        raise ConfigurationError(f"env_kwargs must be a dict of VisDialEnv arguments or None, got {type(env_kwargs).__name__}")
+        raise ConfigurationError(
+            f"env_kwargs must be a dict of VisDialEnv arguments or None, got {type(env_kwargs).__name__}"
+        )
     return VisDialEnv(**dict(env_kwargs or {}))
 
 
@@ -98,7 +100,9 @@ def human_dialogues(env_kwargs: Mapping[str, Any] | None = None):
     """The human dialogues of a ``source="local"`` env (``env_kwargs``), with rewards: see the module docstring."""
     env = _env(env_kwargs)
     if env.source != "local":
-        raise ConfigurationError("human dialogues come from the VisDial release: env_kwargs needs source='local' and data_dir")
+        raise ConfigurationError(
+            "human dialogues come from the VisDial release: env_kwargs needs source='local' and data_dir"
+        )
     rows = []
     for image in env.images:
         rounds = image.content.rounds[: env.max_turns]
@@ -118,9 +122,16 @@ def human_dialogues(env_kwargs: Mapping[str, Any] | None = None):
             if reached:
                 break
         row.update(
-            dialogue_id=len(rows), kind="human", policy="human", image_id=image.image_id, image_index=image.index,
-            initial_percentile=float(initial), final_percentile=float(percentile), reached_cutoff=reached,
-            num_turns=len(row["actions"]), prob_informative=-1.0,
+            dialogue_id=len(rows),
+            kind="human",
+            policy="human",
+            image_id=image.image_id,
+            image_index=image.index,
+            initial_percentile=float(initial),
+            final_percentile=float(percentile),
+            reached_cutoff=reached,
+            num_turns=len(row["actions"]),
+            prob_informative=-1.0,
         )
         rows.append(row)
     return trajectories_from_rows(rows, metadata_features())
@@ -140,9 +151,14 @@ def play_dialogue(env: VisDialEnv, questioner: Questioner, image_index: int) -> 
         row["dones"].append(terminated)
     metrics = info["metrics"]
     row.update(
-        kind="scripted", policy=questioner.name, image_id=info["meta"]["image_id"], image_index=image_index,
-        initial_percentile=info["meta"]["initial_percentile"], final_percentile=metrics["final_percentile"],
-        reached_cutoff=bool(metrics["reached_cutoff"]), num_turns=metrics["turns"],
+        kind="scripted",
+        policy=questioner.name,
+        image_id=info["meta"]["image_id"],
+        image_index=image_index,
+        initial_percentile=info["meta"]["initial_percentile"],
+        final_percentile=metrics["final_percentile"],
+        reached_cutoff=bool(metrics["reached_cutoff"]),
+        num_turns=metrics["turns"],
     )
     return row
 
@@ -165,7 +181,9 @@ def scripted_dialogues(
     seed = check_int("seed", seed, 0)
     low, high = prob_informative
     if not 0.0 <= low <= high <= 1.0:
-        raise ConfigurationError(f"prob_informative must be a (low, high) range inside [0, 1], got {safe_repr(prob_informative)}")
+        raise ConfigurationError(
+            f"prob_informative must be a (low, high) range inside [0, 1], got {safe_repr(prob_informative)}"
+        )
     env = _env(env_kwargs)
     fixed = None if questioner == "mixture" else QUESTIONERS[questioner]()
     rows = []
@@ -189,32 +207,52 @@ def replay(row: Mapping[str, Any], env: VisDialEnv) -> tuple[list[str], list[flo
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Generate an offline Visual Dialogue dataset (human dialogues or scripted questioners).")
+    parser = argparse.ArgumentParser(
+        description="Generate an offline Visual Dialogue dataset (human dialogues or scripted questioners)."
+    )
     parser.add_argument("--dataset", choices=DATASETS, required=True)
     parser.add_argument("--out", required=True, help="output: .parquet, .jsonl, or a directory (save_to_disk)")
     parser.add_argument("--num-episodes", type=int, default=1000, help="scripted datasets: games to play")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--source", choices=("synthetic", "local"), default=None, help="default: local for human, else synthetic")
+    parser.add_argument(
+        "--source", choices=("synthetic", "local"), default=None, help="default: local for human, else synthetic"
+    )
     parser.add_argument("--data-dir", help="source=local: the VisDial v1.0 json file or its folder")
     parser.add_argument("--split", default="train", choices=("train", "validation", "test"))
     parser.add_argument("--num-images", type=int, help="synthetic gallery size")
     parser.add_argument("--yn-reward", type=float, default=-2.0)
     parser.add_argument("--yn-reward-kind", default="none", choices=("none", "soft", "hard", "conservative"))
     parser.add_argument("--cutoff", type=float, default=0.5)
-    parser.add_argument("--prob-informative", type=float, nargs=2, default=(0.0, 1.0), metavar=("LOW", "HIGH"), help="mixture: skill range")
+    parser.add_argument(
+        "--prob-informative",
+        type=float,
+        nargs=2,
+        default=(0.0, 1.0),
+        metavar=("LOW", "HIGH"),
+        help="mixture: skill range",
+    )
     args = parser.parse_args(argv)
     source = args.source or ("local" if args.dataset == "human" else "synthetic")
     env_kwargs = {
-        "source": source, "split": args.split, "yn_reward": args.yn_reward, "yn_reward_kind": args.yn_reward_kind, "cutoff": args.cutoff,
-        **({"data_dir": args.data_dir} if args.data_dir else {}), **({"num_images": args.num_images} if args.num_images else {}),
+        "source": source,
+        "split": args.split,
+        "yn_reward": args.yn_reward,
+        "yn_reward_kind": args.yn_reward_kind,
+        "cutoff": args.cutoff,
+        **({"data_dir": args.data_dir} if args.data_dir else {}),
+        **({"num_images": args.num_images} if args.num_images else {}),
     }
     if args.dataset == "human":
         dataset = human_dialogues(env_kwargs)
     else:
-        dataset = scripted_dialogues(args.dataset, args.num_episodes, args.seed, env_kwargs, tuple(args.prob_informative))
+        dataset = scripted_dialogues(
+            args.dataset, args.num_episodes, args.seed, env_kwargs, tuple(args.prob_informative)
+        )
     path = save_trajectories(dataset, args.out)
-    print(f"{len(dataset)} trajectories, mean return {np.mean(dataset['return']):.3f}, "
-          f"reached cutoff {np.mean(dataset['reached_cutoff']):.3f} -> {path}")
+    print(
+        f"{len(dataset)} trajectories, mean return {np.mean(dataset['return']):.3f}, "
+        f"reached cutoff {np.mean(dataset['reached_cutoff']):.3f} -> {path}"
+    )
 
 
 if __name__ == "__main__":

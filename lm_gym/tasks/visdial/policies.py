@@ -60,7 +60,11 @@ def caption_nouns(caption: str) -> list[str]:
     known = list(dict.fromkeys(_KNOWN_NOUNS[w] for w in words if w in _KNOWN_NOUNS))
     if known:
         return known
-    return list(dict.fromkeys(words[i + 1] for i in range(len(words) - 1) if words[i] in _DETERMINERS and words[i + 1] not in _DETERMINERS))
+    return list(
+        dict.fromkeys(
+            words[i + 1] for i in range(len(words) - 1) if words[i] in _DETERMINERS and words[i + 1] not in _DETERMINERS
+        )
+    )
 
 
 class Questioner:
@@ -131,8 +135,11 @@ class RandomQuestioner(Questioner):
 
     def __init__(self, seed: int | None = None):
         super().__init__(seed)
-        about_objects = [fill(t, c, color=COLORS[i % len(COLORS)], side=POSITIONS[i % 2 * 2], number=2 + i % 3)
-                         for i, c in enumerate(CATEGORIES) for t in OPEN_QUESTIONS + YES_NO_QUESTIONS]
+        about_objects = [
+            fill(t, c, color=COLORS[i % len(COLORS)], side=POSITIONS[i % 2 * 2], number=2 + i % 3)
+            for i, c in enumerate(CATEGORIES)
+            for t in OPEN_QUESTIONS + YES_NO_QUESTIONS
+        ]
         self.bank = about_objects + list(SCENE_QUESTIONS + SCENE_YES_NO_QUESTIONS + NONSENSE_QUESTIONS)
 
     def __call__(self, observation: str) -> str:
@@ -156,8 +163,11 @@ class YesNoQuestioner(Questioner):
                 question = fill(YES_NO_QUESTIONS[0], CATEGORIES[int(self.rng.integers(len(CATEGORIES)))])
             else:
                 question = fill(
-                    YES_NO_QUESTIONS[1 + int(self.rng.integers(3))], noun, color=COLORS[int(self.rng.integers(len(COLORS)))],
-                    side=POSITIONS[int(self.rng.integers(len(POSITIONS)))], number=int(self.rng.integers(2, 5)),
+                    YES_NO_QUESTIONS[1 + int(self.rng.integers(3))],
+                    noun,
+                    color=COLORS[int(self.rng.integers(len(COLORS)))],
+                    side=POSITIONS[int(self.rng.integers(len(POSITIONS)))],
+                    number=int(self.rng.integers(2, 5)),
                 )
             if question not in asked:
                 break

@@ -14,8 +14,23 @@ from __future__ import annotations
 YES_NO_KINDS = ("none", "soft", "hard", "conservative")
 #: ``conservative``: any of these substrings (ILQL's list, curly apostrophes included).
 CONSERVATIVE_MARKERS = (
-    "not", "don't", "can't", "don\u2019t", "can\u2019t", "cannot", "fairly", "could", "think so",
-    "okay", "maybe", "yes", "no", "looks", "appears", "tell", "mostly just",
+    "not",
+    "don't",
+    "can't",
+    "don\u2019t",
+    "can\u2019t",
+    "cannot",
+    "fairly",
+    "could",
+    "think so",
+    "okay",
+    "maybe",
+    "yes",
+    "no",
+    "looks",
+    "appears",
+    "tell",
+    "mostly just",
 )
 #: Slack of the cutoff comparison, so that a gain of exactly ``cutoff`` is not lost to rounding.
 CUTOFF_TOLERANCE = 1e-9
@@ -59,6 +74,8 @@ def cutoff_reached(initial: float, current: float, cutoff: float, goal_value: fl
     return percentile_gain(initial, current, goal_value) >= cutoff - CUTOFF_TOLERANCE
 
 
-def turn_reward(reached: bool, yes_no: bool, yn_reward: float, reward_scale: float = 1.0, reward_shift: float = 0.0) -> float:
+def turn_reward(
+    reached: bool, yes_no: bool, yn_reward: float, reward_scale: float = 1.0, reward_shift: float = 0.0
+) -> float:
     """``((0 if reached else -1) + (yn_reward if yes_no else 0)) * reward_scale + reward_shift``."""
     return ((0.0 if reached else -1.0) + (yn_reward if yes_no else 0.0)) * reward_scale + reward_shift

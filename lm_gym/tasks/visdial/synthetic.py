@@ -79,7 +79,21 @@ POSITIONS = ("left", "middle", "right")
 POSITION_PHRASES = {"left": "on the left", "middle": "in the middle", "right": "on the right"}
 TIMES = ("day", "night")
 WEATHERS = ("clear", "cloudy", "rainy", "snowy")
-NUMBER_WORDS = ("none", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+NUMBER_WORDS = (
+    "none",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+)
 PERSONS = ("man", "woman", "child")
 #: Counts of a group the caption calls "some dogs", and of a background group.
 MAIN_COUNTS = (2, 3, 4)
@@ -97,17 +111,31 @@ class Setting:
 
 
 SETTINGS = {
-    "kitchen": Setting("in a kitchen", False, ("cup", "plate", "bottle", "bowl", "cat", "dog", "woman", "man", "chair", "apple")),
-    "living room": Setting("in a living room", False, ("cat", "dog", "chair", "couch", "laptop", "book", "lamp", "man", "woman", "child")),
+    "kitchen": Setting(
+        "in a kitchen", False, ("cup", "plate", "bottle", "bowl", "cat", "dog", "woman", "man", "chair", "apple")
+    ),
+    "living room": Setting(
+        "in a living room", False, ("cat", "dog", "chair", "couch", "laptop", "book", "lamp", "man", "woman", "child")
+    ),
     "office": Setting("in an office", False, ("laptop", "chair", "book", "cup", "phone", "lamp", "man", "woman")),
     "bedroom": Setting("in a bedroom", False, ("bed", "cat", "dog", "lamp", "book", "pillow", "child", "woman")),
-    "park": Setting("in a park", True, ("dog", "bench", "kite", "bike", "man", "woman", "child", "ball", "bird", "tree")),
+    "park": Setting(
+        "in a park", True, ("dog", "bench", "kite", "bike", "man", "woman", "child", "ball", "bird", "tree")
+    ),
     "street": Setting("on a street", True, ("car", "bus", "truck", "bike", "man", "woman", "dog", "umbrella", "sign")),
-    "beach": Setting("on a beach", True, ("umbrella", "boat", "dog", "ball", "kite", "child", "man", "woman", "bird", "surfboard")),
+    "beach": Setting(
+        "on a beach", True, ("umbrella", "boat", "dog", "ball", "kite", "child", "man", "woman", "bird", "surfboard")
+    ),
     "field": Setting("in a field", True, ("horse", "cow", "sheep", "dog", "man", "bird", "tree", "fence")),
 }
 _IRREGULAR_PLURALS = {
-    "man": "men", "woman": "women", "child": "children", "sheep": "sheep", "bus": "buses", "bench": "benches", "couch": "couches",
+    "man": "men",
+    "woman": "women",
+    "child": "children",
+    "sheep": "sheep",
+    "bus": "buses",
+    "bench": "benches",
+    "couch": "couches",
 }
 CATEGORIES = tuple(sorted({category for setting in SETTINGS.values() for category in setting.categories}))
 
@@ -267,7 +295,9 @@ def _change(rng, scene: Scene, kind: str, index: int) -> Scene:
     elif kind == "position":
         objects[index] = replace(group, position=_other(rng, POSITIONS, group.position))
     else:
-        objects[index] = replace(group, count=_other(rng, MAIN_COUNTS if group.main else BACKGROUND_COUNTS, group.count))
+        objects[index] = replace(
+            group, count=_other(rng, MAIN_COUNTS if group.main else BACKGROUND_COUNTS, group.count)
+        )
     return replace(scene, objects=tuple(objects))
 
 
@@ -287,28 +317,61 @@ def _changed_background(rng, scene: Scene) -> tuple[SceneObject, ...]:
 # ---- questions and answers ------------------------------------------------------------------
 #: Question templates of the scripted questioners and the tokenizer corpus (``{noun}``: a category).
 OPEN_QUESTIONS = ("what color is the {noun}?", "where is the {noun}?", "how many {plural} are there?")
-YES_NO_QUESTIONS = ("is there {a_noun}?", "is the {noun} {color}?", "is the {noun} on the {side}?", "are there {number} {plural}?")
+YES_NO_QUESTIONS = (
+    "is there {a_noun}?",
+    "is the {noun} {color}?",
+    "is the {noun} on the {side}?",
+    "are there {number} {plural}?",
+)
 SCENE_QUESTIONS = (
-    "what else is in the picture?", "what is the weather like?", "is it day or night?",
-    "what is on the left?", "what is in the middle?", "what is on the right?",
+    "what else is in the picture?",
+    "what is the weather like?",
+    "is it day or night?",
+    "what is on the left?",
+    "what is in the middle?",
+    "what is on the right?",
 )
 SCENE_YES_NO_QUESTIONS = ("is it sunny?", "is it daytime?", "is it raining?", "is it outdoors?", "any people?")
 
 
 def fill(template: str, noun: str, color: str = "red", side: str = "left", number: int = 2) -> str:
     """A question template about ``noun`` (and a colour, side and number for yes/no templates)."""
-    return template.format(noun=noun, plural=plural(noun), a_noun=with_article(noun), color=color, side=side, number=NUMBER_WORDS[number])
+    return template.format(
+        noun=noun, plural=plural(noun), a_noun=with_article(noun), color=color, side=side, number=NUMBER_WORDS[number]
+    )
 
 
 _WORD = re.compile(r"[a-z]+|\d+")
 _SYNONYMS = {
-    "colour": "color", "colors": "color", "colours": "color", "colored": "color", "coloured": "color", "grey": "gray",
-    "center": "middle", "centre": "middle", "outside": "outdoors", "outdoor": "outdoors", "inside": "indoors",
-    "indoor": "indoors", "daytime": "day", "nighttime": "night", "raining": "rainy", "rain": "rainy", "snowing": "snowy",
-    "snow": "snowy", "clouds": "cloudy", "overcast": "cloudy", "wears": "wearing", "wear": "wearing",
+    "colour": "color",
+    "colors": "color",
+    "colours": "color",
+    "colored": "color",
+    "coloured": "color",
+    "grey": "gray",
+    "center": "middle",
+    "centre": "middle",
+    "outside": "outdoors",
+    "outdoor": "outdoors",
+    "inside": "indoors",
+    "indoor": "indoors",
+    "daytime": "day",
+    "nighttime": "night",
+    "raining": "rainy",
+    "rain": "rainy",
+    "snowing": "snowy",
+    "snow": "snowy",
+    "clouds": "cloudy",
+    "overcast": "cloudy",
+    "wears": "wearing",
+    "wear": "wearing",
     **{str(n): word for n, word in enumerate(NUMBER_WORDS) if n},
 }
-_NOUNS = {form: c for c in CATEGORIES for form in (c, plural(c))} | {"people": "people", "person": "people", "persons": "people"}
+_NOUNS = {form: c for c in CATEGORIES for form in (c, plural(c))} | {
+    "people": "people",
+    "person": "people",
+    "persons": "people",
+}
 _NUMBERS = {word: n for n, word in enumerate(NUMBER_WORDS) if n}
 _WEATHER_WORDS = ("sunny", "clear", "cloudy", "rainy", "snowy")
 _AUXILIARIES = ("is", "are", "was", "were", "does", "do", "did", "can", "could", "has", "have", "any")
@@ -462,7 +525,9 @@ class SceneRanker:
         result = np.empty(len(images))
         for i, (image, dialogue) in enumerate(zip(images, dialogues, strict=True)):
             if not (0 <= image.index < len(self.images) and self.images[image.index] == image):
-                raise ConfigurationError(f"image {image.image_id} (index {image.index}) is not in this ranker's gallery")
+                raise ConfigurationError(
+                    f"image {image.image_id} (index {image.index}) is not in this ranker's gallery"
+                )
             contradictions = (self._captions != image.caption).astype(np.int64)
             for question, answer in dialogue:
                 contradictions += self.gallery_answers(question) != normalize_answer(answer)
@@ -487,5 +552,7 @@ class SceneRanker:
 def gallery(split: str, num_images: int | None = None) -> tuple[HiddenImage, ...]:
     """The split's scenes as hidden images (``image_id`` = ``index`` = position in the gallery; cached)."""
     if num_images is not None and not (MIN_IMAGES <= num_images <= MAX_IMAGES):
-        raise ConfigurationError(f"num_images must be an int in [{MIN_IMAGES}, {MAX_IMAGES}], got {safe_repr(num_images)}")
+        raise ConfigurationError(
+            f"num_images must be an int in [{MIN_IMAGES}, {MAX_IMAGES}], got {safe_repr(num_images)}"
+        )
     return tuple(HiddenImage(i, i, scene.caption, scene) for i, scene in enumerate(generate_scenes(split, num_images)))

@@ -84,7 +84,10 @@ class DialogRanker:
 
     def __init__(self, images: Sequence[HiddenImage]):
         self.images = tuple(images)
-        documents = [set(content_words(" ".join([image.caption, *(f"{q} {a}" for q, a in image.content.rounds)]))) for image in self.images]
+        documents = [
+            set(content_words(" ".join([image.caption, *(f"{q} {a}" for q, a in image.content.rounds)])))
+            for image in self.images
+        ]
         self._idf = _TfIdf([list(document) for document in documents]).idf
         postings: dict[str, list[int]] = {}
         for index, document in enumerate(documents):
@@ -96,7 +99,9 @@ class DialogRanker:
         result = np.empty(len(images))
         for i, (image, dialogue) in enumerate(zip(images, dialogues, strict=True)):
             if not (0 <= image.index < len(self.images) and self.images[image.index] == image):
-                raise ConfigurationError(f"image {image.image_id} (index {image.index}) is not among this ranker's dialogs")
+                raise ConfigurationError(
+                    f"image {image.image_id} (index {image.index}) is not among this ranker's dialogs"
+                )
             result[i] = rank_percentile(self.scores(dialogue), image.index)
         return result
 

@@ -72,7 +72,9 @@ def _as_component(value: Any, protocol: type, wrapper: Callable[[Any], Any], nam
         return value
     if callable(value) and not isinstance(value, type):
         return wrapper(value)
-    raise ConfigurationError(f"{name} must be an object with {signature} or such a function, got {type(value).__name__}: {safe_repr(value)}")
+    raise ConfigurationError(
+        f"{name} must be an object with {signature} or such a function, got {type(value).__name__}: {safe_repr(value)}"
+    )
 
 
 def ask(answerer: Answerer, image: HiddenImage, dialogue: Dialogue, question: str) -> str:
@@ -91,7 +93,9 @@ def rank(ranker: Ranker, images: Sequence[HiddenImage], dialogues: Sequence[Dial
     except (TypeError, ValueError):
         percentiles = None
     if percentiles is None or percentiles.shape != (len(images),) or not np.isfinite(percentiles).all():
-        raise ConfigurationError(f"the ranker must return {len(images)} finite percentiles (one per game), got {safe_repr(values)}")
+        raise ConfigurationError(
+            f"the ranker must return {len(images)} finite percentiles (one per game), got {safe_repr(values)}"
+        )
     return percentiles
 
 
@@ -122,7 +126,9 @@ def check_server_url(url: Any, name: str = "server_url") -> str:
     except ValueError:  # e.g. an unclosed "[" of an IPv6 host
         parsed = None
     if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc or parsed.query or parsed.fragment:
-        raise ConfigurationError(f"{name} must be an http(s) URL such as 'http://localhost:5000', got {type(url).__name__}: {safe_repr(url)}")
+        raise ConfigurationError(
+            f"{name} must be an http(s) URL such as 'http://localhost:5000', got {type(url).__name__}: {safe_repr(url)}"
+        )
     return url.rstrip("/").removesuffix("/step_rank")
 
 
@@ -158,7 +164,9 @@ class HttpWorld:
     def answer(self, image: HiddenImage, dialogue: Dialogue, question: str) -> str:
         reply = self._post("step_rank", image, dialogue, question, generation_kwargs=json.dumps(GENERATION_KWARGS))
         if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], str) and _is_number(reply[1])):
-            raise DataUnavailableError(f"{self.url}/step_rank must answer [answer, percentile_delta], got {reply!r:.200}")
+            raise DataUnavailableError(
+                f"{self.url}/step_rank must answer [answer, percentile_delta], got {reply!r:.200}"
+            )
         answer = clean_line(reply[0], MAX_ANSWER_LENGTH)
         percentile = self._percentile(image, dialogue) + float(reply[1])
         self._remember((image.image_id, image.caption, (*dialogue, (question, answer))), percentile)
@@ -184,21 +192,34 @@ class HttpWorld:
         if len(self._percentiles) > _MEMO_SIZE:
             self._percentiles.popitem(last=False)
 
-    def _post(self, endpoint: str, image: HiddenImage, dialogue: Dialogue, question: str | None = None, **fields: str) -> Any:
-        history = [turn for q, a in dialogue for turn in ({"speaker": "question", "text": q}, {"speaker": "answer", "text": a})]
+    def _post(
+        self, endpoint: str, image: HiddenImage, dialogue: Dialogue, question: str | None = None, **fields: str
+    ) -> Any:
+        history = [
+            turn for q, a in dialogue for turn in ({"speaker": "question", "text": q}, {"speaker": "answer", "text": a})
+        ]
         if question is not None:
             history.append({"speaker": "question", "text": question})
         if image.image_id not in self.features:
-            raise DataUnavailableError(f"no image features for image_id {image.image_id}; the server at {self.url} needs them")
+            raise DataUnavailableError(
+                f"no image features for image_id {image.image_id}; the server at {self.url} needs them"
+            )
         features = np.asarray(self.features[image.image_id], dtype=np.float64).ravel().tolist()
-        form = {"history": json.dumps(history), "caption": image.caption, "img_features": json.dumps(features), **fields}
+        form = {
+            "history": json.dumps(history),
+            "caption": image.caption,
+            "img_features": json.dumps(features),
+            **fields,
+        }
         url = f"{self.url}/{endpoint}"
         request = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return json.loads(response.read().decode("utf-8"))
         except (OSError, ValueError) as error:  # URLError, HTTPError, timeouts, refused connections; bad JSON
-            raise DataUnavailableError(f"the VisDial server at {url} failed: {type(error).__name__}: {error}") from error
+            raise DataUnavailableError(
+                f"the VisDial server at {url} failed: {type(error).__name__}: {error}"
+            ) from error
 
 
 def _is_number(value: Any) -> bool:

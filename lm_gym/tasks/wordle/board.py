@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 
 
-
 def header(max_guesses: int) -> str:
     return (
         f"Wordle: guess the hidden five-letter word in {max_guesses} tries. Feedback per letter: "
         "g = right place, y = in the word elsewhere, b = not in the word."
     )
+
 
 INVALID, UNKNOWN = "invalid", "unknown"
 _FEEDBACK_LINE = re.compile(r"^([a-z]{5}) ([bgy]{5})$")

@@ -96,6 +96,7 @@ class PatternTable:
     def full_table(self) -> np.ndarray:
         """``(num_guesses, num_answers)`` uint8 patterns, cached under ``$LM_GYM_CACHE/wordle``."""
         if self._full is None:
+
             def build(directory):
                 np.save(directory / "patterns.npy", self._compute_full())
 

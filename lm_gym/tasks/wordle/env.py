@@ -208,5 +208,8 @@ class WordleEnv(TextEnv):
             feedback_line(word, pattern_to_text(int(table[i, rng.integers(table.shape[1])])))
             for i, word in enumerate(self.vocabulary.guesses)
         ]
-        boards = [board_text(lines[start : start + self.max_guesses], self.max_guesses) for start in range(0, len(lines), self.max_guesses)]
+        boards = [
+            board_text(lines[start : start + self.max_guesses], self.max_guesses)
+            for start in range(0, len(lines), self.max_guesses)
+        ]
         return f"wordle-{self.vocabulary.fingerprint}-{self.max_guesses}", boards

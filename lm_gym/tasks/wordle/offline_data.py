@@ -58,7 +58,13 @@ from lm_gym.core.errors import ConfigurationError, safe_repr
 from lm_gym.core.text_env import play_actions
 from lm_gym.offline import save_trajectories, trajectories_from_rows
 from lm_gym.tasks.wordle.env import WordleEnv
-from lm_gym.tasks.wordle.policies import InfoGainPolicy, RandomMixturePolicy, RepeatPolicy, WordlePolicy, WrongWordPolicy
+from lm_gym.tasks.wordle.policies import (
+    InfoGainPolicy,
+    RandomMixturePolicy,
+    RepeatPolicy,
+    WordlePolicy,
+    WrongWordPolicy,
+)
 from lm_gym.tasks.wordle.vocabulary import WordleVocabulary, default_vocabulary
 
 ENV_ID = "lm_gym/Wordle-v0"
@@ -97,7 +103,11 @@ class GenerationConfig:
     branch_policy: str = "wrong_word"
 
     def vocabulary(self) -> WordleVocabulary:
-        vocabulary = default_vocabulary() if self.answers_file is None else WordleVocabulary.from_files(self.answers_file, self.guesses_file)
+        vocabulary = (
+            default_vocabulary()
+            if self.answers_file is None
+            else WordleVocabulary.from_files(self.answers_file, self.guesses_file)
+        )
         return vocabulary if self.num_answers is None else vocabulary.subset(self.num_answers)
 
 
@@ -148,11 +158,15 @@ class _Generator:
                 rows += [self._game("branch", self.branch, answer, expert, turn) for _ in range(self.config.branches)]
         elif dataset == "adversarial":
             if len(expert["actions"]) >= 3:
-                rows += [self._game("adversarial", self.adversary, answer, expert, 2) for _ in range(self.config.branches)]
+                rows += [
+                    self._game("adversarial", self.adversary, answer, expert, 2) for _ in range(self.config.branches)
+                ]
             rows += [self._game("suboptimal", self.mixture, answer) for _ in range(self.config.branches)]
         return rows
 
-    def _game(self, kind: str, policy: WordlePolicy, answer: str, parent: dict | None = None, turn: int = -1) -> dict[str, Any]:
+    def _game(
+        self, kind: str, policy: WordlePolicy, answer: str, parent: dict | None = None, turn: int = -1
+    ) -> dict[str, Any]:
         prefix = parent["actions"][:turn] if parent else []
         row = play_game(self.env, policy, answer, prefix)
         row.update(kind=kind, branch_turn=turn, parent_id=-2 if parent else -1)  # -2: the main game, set in generate()
@@ -178,7 +192,9 @@ def generate(config: GenerationConfig, workers: int = 1, progress: bool = True):
     if config.dataset not in DATASETS:
         raise ConfigurationError(f"dataset must be one of {DATASETS}, got {safe_repr(config.dataset)}")
     if config.branch_policy not in BRANCH_POLICIES:
-        raise ConfigurationError(f"branch_policy must be one of {BRANCH_POLICIES}, got {safe_repr(config.branch_policy)}")
+        raise ConfigurationError(
+            f"branch_policy must be one of {BRANCH_POLICIES}, got {safe_repr(config.branch_policy)}"
+        )
     if config.num_games < 1 or workers < 1:
         raise ConfigurationError(f"num_games and workers must be positive, got {config.num_games} and {workers}")
     with tqdm(total=config.num_games, desc=f"wordle {config.dataset}", unit="game", disable=not progress) as bar:
@@ -191,7 +207,9 @@ def generate(config: GenerationConfig, workers: int = 1, progress: bool = True):
         else:
             with concurrent.futures.ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(config,)) as pool:
                 per_game = []
-                for rows in pool.map(_play, range(config.num_games), chunksize=max(1, config.num_games // (workers * 16))):
+                for rows in pool.map(
+                    _play, range(config.num_games), chunksize=max(1, config.num_games // (workers * 16))
+                ):
                     per_game.append(rows)
                     bar.update()
     rows = []
@@ -224,14 +242,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--branch-policy", choices=BRANCH_POLICIES, default="wrong_word")
     args = parser.parse_args(argv)
     config = GenerationConfig(
-        dataset=args.dataset, num_games=args.num_games, seed=args.seed, answers_file=args.answers_file,
-        guesses_file=args.guesses_file, num_answers=args.num_answers, prob_smart=args.prob_smart,
-        branches=args.branches, branch_policy=args.branch_policy,
+        dataset=args.dataset,
+        num_games=args.num_games,
+        seed=args.seed,
+        answers_file=args.answers_file,
+        guesses_file=args.guesses_file,
+        num_answers=args.num_answers,
+        prob_smart=args.prob_smart,
+        branches=args.branches,
+        branch_policy=args.branch_policy,
     )
     dataset = generate(config, workers=args.workers)
     path = save_trajectories(dataset, args.out)
-    print(f"{len(dataset)} trajectories, mean return {np.mean(dataset['return']):.3f}, "
-          f"solve rate {np.mean(dataset['solved']):.3f} -> {path}")
+    print(
+        f"{len(dataset)} trajectories, mean return {np.mean(dataset['return']):.3f}, "
+        f"solve rate {np.mean(dataset['solved']):.3f} -> {path}"
+    )
 
 
 if __name__ == "__main__":

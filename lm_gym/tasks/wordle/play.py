@@ -15,7 +15,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int)
     parser.add_argument("--hint", action="store_true", help="show the information-gain policy's guess")
     args = parser.parse_args(argv)
-    vocabulary = default_vocabulary() if args.answers_file is None else WordleVocabulary.from_files(args.answers_file, args.guesses_file)
+    vocabulary = (
+        default_vocabulary()
+        if args.answers_file is None
+        else WordleVocabulary.from_files(args.answers_file, args.guesses_file)
+    )
     env = WordleEnv(vocabulary=vocabulary, mode="hidden_word")
     hint = InfoGainPolicy(vocabulary) if args.hint else None
 
@@ -29,7 +33,9 @@ def main(argv: list[str] | None = None) -> None:
         board, reward, terminated, _, info = env.step(player(board))
         total += reward
     print("\n" + board)
-    print(f"{'solved' if info['metrics']['solved'] else 'not solved'}: the word was {info['answer']!r}; return {total:g}")
+    print(
+        f"{'solved' if info['metrics']['solved'] else 'not solved'}: the word was {info['answer']!r}; return {total:g}"
+    )
 
 
 if __name__ == "__main__":

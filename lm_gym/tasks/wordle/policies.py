@@ -76,7 +76,9 @@ class InfoGainPolicy(WordlePolicy):
 
     name = "info_gain"
 
-    def __init__(self, vocabulary: WordleVocabulary, hard_mode: bool = False, seed: int | None = None, chunk_size: int = 2048):
+    def __init__(
+        self, vocabulary: WordleVocabulary, hard_mode: bool = False, seed: int | None = None, chunk_size: int = 2048
+    ):
         super().__init__(vocabulary, seed)
         self.hard_mode = hard_mode
         self.chunk_size = chunk_size
@@ -126,7 +128,9 @@ class StartWordPolicy(WordlePolicy):
     def __init__(self, start_words: str | Sequence[str], then: WordlePolicy, seed: int | None = None):
         start_words = [start_words] if isinstance(start_words, str) else list(start_words)
         if not start_words or not all(is_word(w) for w in start_words):
-            raise ConfigurationError(f"start_words must be five-letter lower-case a-z words, got {safe_repr(start_words)}")
+            raise ConfigurationError(
+                f"start_words must be five-letter lower-case a-z words, got {safe_repr(start_words)}"
+            )
         super().__init__(then.vocabulary, seed)
         self.start_words, self.then = start_words, then
         self.name = f"start_word+{then.name}"
@@ -202,7 +206,9 @@ class HumanPolicy(WordlePolicy):
 
     name = "human"
 
-    def __init__(self, vocabulary: WordleVocabulary, read: Callable[[str], str] = input, show: Callable[[str], None] = print):
+    def __init__(
+        self, vocabulary: WordleVocabulary, read: Callable[[str], str] = input, show: Callable[[str], None] = print
+    ):
         super().__init__(vocabulary)
         self.read, self.show = read, show
 

@@ -105,7 +105,9 @@ def encode_words(words: Sequence[str]) -> np.ndarray:
     """``(len(words), 5)`` uint8 array of letters as 0-25."""
     if not words:
         return np.zeros((0, WORD_LENGTH), dtype=np.uint8)
-    return (np.frombuffer("".join(words).encode("ascii"), dtype=np.uint8).reshape(-1, WORD_LENGTH) - ord("a")).astype(np.uint8)
+    return (np.frombuffer("".join(words).encode("ascii"), dtype=np.uint8).reshape(-1, WORD_LENGTH) - ord("a")).astype(
+        np.uint8
+    )
 
 
 def read_words(path: str | Path, name: str = "path") -> list[str]:
@@ -120,7 +122,9 @@ def read_words(path: str | Path, name: str = "path") -> list[str]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as error:
-        raise DataUnavailableError(f"{name}={str(path)!r} is not UTF-8 text ({error}); expected one word per line") from None
+        raise DataUnavailableError(
+            f"{name}={str(path)!r} is not UTF-8 text ({error}); expected one word per line"
+        ) from None
     candidates = [line.strip().lower() for line in lines]
     candidates = [word for word in candidates if word]
     words = list(dict.fromkeys(word for word in candidates if is_word(word)))

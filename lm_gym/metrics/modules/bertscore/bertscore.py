@@ -37,4 +37,6 @@ class Bertscore(evaluate.Metric):
         return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://github.com/Tiiiger/bert_score")
 
     def _compute(self, predictions, references, model_type=None, num_layers=None, device=None, batch_size=64):
-        return bertscore(predictions, references, model_type=model_type, num_layers=num_layers, device=device, batch_size=batch_size)
+        return bertscore(
+            predictions, references, model_type=model_type, num_layers=num_layers, device=device, batch_size=batch_size
+        )

@@ -31,7 +31,13 @@ Returns:
 
 class Bleu(evaluate.Metric):
     def _info(self):
-        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://www.nltk.org/api/nltk.translate.bleu_score.html")
+        return metric_info(
+            _DESCRIPTION,
+            _CITATION,
+            _INPUTS,
+            "references",
+            url="https://www.nltk.org/api/nltk.translate.bleu_score.html",
+        )
 
     def _compute(self, predictions, references):
         return {"bleu": corpus_bleu(predictions, references)}

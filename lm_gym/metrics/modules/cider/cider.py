@@ -32,7 +32,9 @@ Returns:
 
 class Cider(evaluate.Metric):
     def _info(self):
-        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://github.com/salaniz/pycocoevalcap")
+        return metric_info(
+            _DESCRIPTION, _CITATION, _INPUTS, "references", url="https://github.com/salaniz/pycocoevalcap"
+        )
 
     def _compute(self, predictions, references):
         return {"cider": cider(predictions, references)}

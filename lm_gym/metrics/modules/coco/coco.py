@@ -36,7 +36,9 @@ Returns:
 
 class Coco(evaluate.Metric):
     def _info(self):
-        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://github.com/salaniz/pycocoevalcap")
+        return metric_info(
+            _DESCRIPTION, _CITATION, _INPUTS, "references", url="https://github.com/salaniz/pycocoevalcap"
+        )
 
     def _compute(self, predictions, references, pipeline="auto", spice=True):
         evaluation = coco_evaluate(predictions, references, pipeline, spice)

@@ -32,7 +32,13 @@ Returns:
 
 class Meteor(evaluate.Metric):
     def _info(self):
-        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://www.nltk.org/api/nltk.translate.meteor_score.html")
+        return metric_info(
+            _DESCRIPTION,
+            _CITATION,
+            _INPUTS,
+            "references",
+            url="https://www.nltk.org/api/nltk.translate.meteor_score.html",
+        )
 
     def _compute(self, predictions, references):
         return {"meteor": float(meteor_scores(predictions, references).mean())}

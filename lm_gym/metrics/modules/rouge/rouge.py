@@ -33,7 +33,13 @@ Returns:
 
 class Rouge(evaluate.Metric):
     def _info(self):
-        return metric_info(_DESCRIPTION, _CITATION, _INPUTS, "references", url="https://github.com/google-research/google-research/tree/master/rouge")
+        return metric_info(
+            _DESCRIPTION,
+            _CITATION,
+            _INPUTS,
+            "references",
+            url="https://github.com/google-research/google-research/tree/master/rouge",
+        )
 
     def _compute(self, predictions, references, rouge_types=ROUGE_TYPES):
         return corpus_rouge(predictions, references, rouge_types)
