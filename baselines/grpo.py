@@ -44,7 +44,7 @@ import tyro
 from lm_toolkit.arguments import OnlineArgs, Rule, at_least, check_args, within
 from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, TurnBatch, anneal, clipped_surrogate, optimizer_step
-from lm_toolkit.rollouts import TextPolicy, evaluate, play_round
+from lm_toolkit.rollouts import TextPolicy, evaluator, play_round
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.tasks import make_vector_env, task_lengths
 
@@ -62,7 +62,7 @@ class Args(OnlineArgs):
     group_size: int = 4
     """episodes per group (G), at least 2"""
     rloo: bool = False
-    """RLOO: leave-one-out baseline and the KL penalty in the return, instead of GRPO's group normalisation and KL loss"""
+    """RLOO: leave-one-out baseline and the KL penalty in the return (not GRPO's group normalisation and KL loss)"""
     scale_rewards: bool = True
     """GRPO: divide the advantages by the group's standard deviation"""
     beta: float = 0.04
@@ -112,11 +112,7 @@ def main(args: Args) -> dict:
         optimizer.load_state_dict(run.restore()["optimizer"])
     actor = TextPolicy(policy, tokenizer, lengths, args.temperature)
 
-    def evaluation():
-        with autocast:
-            return evaluate(
-                eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model
-            )
+    evaluation = evaluator(eval_env, actor, args, autocast)
 
     def save() -> None:
         models = {"reference": reference} if reference is not None else {}

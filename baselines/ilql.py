@@ -48,8 +48,10 @@ Outputs in ``--out-dir``: ``checkpoint/`` (``save_pretrained`` policy and tokeni
 Examples::
 
     # Wordle (100 answers): a suboptimal dataset, then ILQL on it
-    python -m lm_gym.tasks.wordle.offline_data --dataset mixture --num-games 2000 --num-answers 100 --out data/wordle_mixture.parquet
-    python baselines/ilql.py --env-id lm_gym/Wordle-v0 --env-kwargs '{"num_answers": 100}' --dataset data/wordle_mixture.parquet
+    python -m lm_gym.tasks.wordle.offline_data --dataset mixture --num-games 2000 --num-answers 100 \\
+        --out data/wordle_mixture.parquet
+    python baselines/ilql.py --env-id lm_gym/Wordle-v0 --env-kwargs '{"num_answers": 100}' \\
+        --dataset data/wordle_mixture.parquet
 
     # IMDB, offline synthetic reviews: the references scored by the sentiment reward
     python baselines/ilql.py --env-kwargs '{"source": "synthetic"}' --max-steps 200
@@ -76,7 +78,7 @@ from lm_toolkit.arguments import OfflineArgs, above, at_least, check_args, integ
 from lm_toolkit.models import check_positions, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.offline import Turns, encode_turns, trajectories_or_references
-from lm_toolkit.rollouts import TextPolicy, evaluate
+from lm_toolkit.rollouts import TextPolicy, evaluator
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.sampling import Prefix
 from lm_toolkit.tasks import make_vector_env, task_lengths
@@ -90,7 +92,8 @@ class Args(OfflineArgs):
     out_dir: str = "runs/ilql"
     """where checkpoint/ and result.json are written"""
     dataset: str | None = None
-    """offline trajectories in lm_gym.offline's format (.parquet, .jsonl or a save_to_disk directory); None: the task's train-split references scored by its reward (single-turn tasks)"""
+    """offline trajectories in lm_gym.offline's format (.parquet, .jsonl or a save_to_disk directory);
+    None: the task's train-split references scored by its reward (single-turn tasks)"""
     max_trajectories: int | None = None
     """use only the first N trajectories (quick runs)"""
     separate_trunk: bool = True
@@ -100,7 +103,7 @@ class Args(OfflineArgs):
     tau: float = 0.7
     """expectile of the V loss (0.5: V is the mean of Q; towards 1: the max)"""
     cql_weight: float = 0.005
-    """weight of the CQL term (the ILQL code base's cql_loss_weight: 1e-4 in its Wordle configs, 1.0 Visual Dialogue, 0.25 Reddit)"""
+    """weight of the CQL term (the ILQL code base's cql_loss_weight: 1e-4 Wordle, 1.0 Visual Dialogue, 0.25 Reddit)"""
     awac_weight: float = 1.0
     """weight of the policy (behaviour-cloning) loss"""
     policy_loss: Literal["bc", "awac"] = "bc"
@@ -112,7 +115,7 @@ class Args(OfflineArgs):
     polyak: float = 0.005
     """target-head update rate per optimizer step"""
     beta: float = 1.0
-    """inference: weight of the advantage min(Q1', Q2') - V added to the policy's log-probabilities (0: behaviour cloning)"""
+    """inference: weight of the advantage min(Q1', Q2') - V added to the policy's log-probs (0: behaviour cloning)"""
     warmup_steps: int = 100
     """linear warmup steps; the learning rate is then constant, as in the ILQL code base"""
     batch_size: int = 64
@@ -379,16 +382,7 @@ def main(args: Args) -> dict[str, Any]:
         hook=QSteering(heads, value_trunk, tokenizer.pad_token_id, args.beta),
     )
 
-    def evaluation():
-        if value_trunk is not None:
-            value_trunk.eval()
-        with autocast:
-            result = evaluate(
-                eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model
-            )
-        if value_trunk is not None:
-            value_trunk.train()
-        return result
+    evaluation = evaluator(eval_env, actor, args, autocast, *([value_trunk] if value_trunk is not None else []))
 
     def save() -> None:
         models = {"value_trunk": value_trunk} if value_trunk is not None else {}

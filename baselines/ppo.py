@@ -51,7 +51,7 @@ from torch import nn
 from lm_toolkit.arguments import OnlineArgs, above, at_least, check_args, optional, within
 from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, TurnBatch, anneal, clipped_surrogate, optimizer_step
-from lm_toolkit.rollouts import TextPolicy, Turn, evaluate, play_round
+from lm_toolkit.rollouts import TextPolicy, Turn, evaluator, play_round
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.sampling import LogitsHook
 from lm_toolkit.tasks import make_vector_env, task_lengths
@@ -155,11 +155,7 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
     mask = action_mask(policy, tokenizer, lengths, run) if action_mask is not None else None
     actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head, mask.hook if mask else None)
 
-    def evaluation():
-        with autocast:
-            return evaluate(
-                eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model
-            )
+    evaluation = evaluator(eval_env, actor, args, autocast)
 
     def save() -> None:
         models = {"reference": reference, **(mask.models if mask else {})}

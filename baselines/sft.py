@@ -56,7 +56,7 @@ from lm_toolkit.arguments import OfflineArgs, Rule, check_args, integer, optiona
 from lm_toolkit.models import check_positions, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.offline import load_offline_dataset
-from lm_toolkit.rollouts import TextPolicy, evaluate
+from lm_toolkit.rollouts import TextPolicy, evaluator
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.tasks import make_vector_env, task_lengths
 from lm_toolkit.tokens import encode_prompts, encode_targets, supervised_batch
@@ -67,7 +67,8 @@ class Args(OfflineArgs):
     out_dir: str = "runs/sft"
     """where checkpoint/ and result.json are written"""
     dataset: str | None = None
-    """offline trajectories (lm_gym.offline's format: .parquet, .jsonl or a save_to_disk directory) to clone instead of the task's demonstrations: every turn is an (observation, utterance) pair"""
+    """offline trajectories (lm_gym.offline's format: .parquet, .jsonl or a save_to_disk directory) to clone
+    instead of the task's demonstrations: every turn is an (observation, utterance) pair"""
     top_fraction: float = 1.0
     """%BC: clone only this fraction of --dataset's trajectories, those with the highest returns (1: all, plain BC)"""
     max_examples: int | None = None
@@ -132,11 +133,7 @@ def main(args: Args) -> dict:
     )
     actor = TextPolicy(model, tokenizer, lengths, args.temperature)
 
-    def evaluation():
-        with autocast:
-            return evaluate(
-                eval_env, actor, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model
-            )
+    evaluation = evaluator(eval_env, actor, args, autocast)
 
     def save() -> None:
         run.save(model, tokenizer, {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()})

@@ -25,9 +25,11 @@ class BaselineArgs:
     seed: int = 1
     """seed of python, numpy, torch (model init, data order, sampling) and the envs"""
     model_name: str | None = None
-    """hub name or local path of a pretrained LM and its tokenizer (e.g. an sft.py checkpoint); None: a random model from --model-config"""
+    """hub name or local path of a pretrained LM and its tokenizer (e.g. an sft.py checkpoint);
+    None: a random model from --model-config"""
     model_config: str = DEFAULT_MODEL_CONFIG
-    """JSON for transformers.AutoConfig.for_model (when no model is loaded); vocabulary and special tokens come from the tokenizer; an encoder-decoder model_type (e.g. "t5") gives a seq2seq policy"""
+    """JSON for transformers.AutoConfig.for_model (when no model is loaded); vocabulary and special tokens
+    come from the tokenizer; an encoder-decoder model_type (e.g. "t5") gives a seq2seq policy"""
     temperature: float = 1.0
     """sampling temperature of rollouts and evaluation (log-probs use the same)"""
     eval_episodes: int = 64
@@ -37,11 +39,14 @@ class BaselineArgs:
     eval_every: int = 10
     """iterations (optimizer steps for sft/ilql) between evaluations (0: only at the start and the end)"""
     eval_seed: int = 0
-    """validation episode j is reset with seed eval_seed + j and sampling draws from this seed: the same episodes and random numbers for every run and every evaluation"""
+    """validation episode j is reset with seed eval_seed + j and sampling draws from this seed: the same
+    episodes and random numbers for every run and every evaluation"""
     eval_greedy: bool = False
-    """evaluate greedy decoding instead of samples of the policy (sampling, RL4LMs' IMDB protocol, measures the return RL optimises)"""
+    """evaluate greedy decoding instead of samples of the policy (sampling, RL4LMs' IMDB protocol,
+    measures the return RL optimises)"""
     perplexity_model: str | None = None
-    """causal LM (hub name or local path, e.g. an sft.py checkpoint) that evaluations report corpus_perplexity_generations/_references under; None: not reported"""
+    """causal LM (hub name or local path, e.g. an sft.py checkpoint) that evaluations report
+    corpus_perplexity_generations/_references under; None: not reported"""
     out_dir: str = "runs/baseline"
     """where checkpoint/ and result.json are written"""
     save_every: int = 10

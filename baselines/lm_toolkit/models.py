@@ -14,7 +14,8 @@ from lm_gym.core.registration import resolve_tokenizer
 
 
 def load_tokenizer(task, source: str | None):
-    """``source``'s tokenizer, or (``None``) the BPE tokenizer lm-gym trains offline on the task's text; with a pad token."""
+    """``source``'s tokenizer, or (``None``) the BPE tokenizer lm-gym trains offline on the task's text;
+    with a pad token."""
     tokenizer = resolve_tokenizer(task, source)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -38,8 +39,8 @@ def load_policy(source: str | None, model_config: dict[str, Any], tokenizer, see
             config = AutoConfig.from_pretrained(source)
         except OSError as error:
             raise ValueError(
-                f"could not load model {source!r} ({error}). Offline, pass a local directory or leave --model-name unset "
-                "to train a small model from --model-config."
+                f"could not load model {source!r} ({error}). Offline, pass a local directory or leave "
+                "--model-name unset to train a small model from --model-config."
             ) from error
     else:
         special = {

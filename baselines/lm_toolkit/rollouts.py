@@ -7,8 +7,9 @@ the whole round is over (``NextStep`` autoreset).
 
 from __future__ import annotations
 
+import contextlib
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,3 +183,21 @@ def evaluate(venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: boo
     policy.model.train(was_training)
     corpus = corpus_metrics(venv, finals, language_model=perplexity_model)
     return summarize_episodes(returns, metrics, corpus), episode_samples(finals, returns)
+
+
+def evaluator(venv, policy: TextPolicy, args, autocast: contextlib.AbstractContextManager, *modules) -> Callable:
+    """The evaluation a run repeats, by ``args``' flags (``--eval-episodes``, ``--eval-seed``, ``--eval-greedy``,
+    ``--perplexity-model``), under ``autocast``; ``modules`` beside the policy (e.g. a value trunk) are put in
+    eval mode for it too."""
+
+    def run():
+        training = [module.training for module in modules]
+        for module in modules:
+            module.eval()
+        with autocast:
+            result = evaluate(venv, policy, args.eval_episodes, args.eval_seed, args.eval_greedy, args.perplexity_model)
+        for module, mode in zip(modules, training, strict=True):
+            module.train(mode)
+        return result
+
+    return run

@@ -144,8 +144,8 @@ class Run:
         device = next(trained[0].parameters()).device
         resumed = f", resumed at step {self.step}" if self.resuming else ""
         print(
-            f"{self.algorithm} on {self.args.env_id}, seed {self.args.seed}: {parameters / 1e6:.2f}M trainable parameters on {device}, "
-            f"{description}{resumed}, writing to {self.out_dir}"
+            f"{self.algorithm} on {self.args.env_id}, seed {self.args.seed}: {parameters / 1e6:.2f}M trainable "
+            f"parameters on {device}, {description}{resumed}, writing to {self.out_dir}"
         )
         if self.args.track:
             import wandb

@@ -71,9 +71,10 @@ class Prefix:
     """A batch of queries run once through ``model``, then extended with the KV cache.
 
     ``logits`` (B, V) and ``hidden`` (B, H; with ``with_hidden``) predict the next token of each
-    row (a causal transformer without an LM head gives ``hidden`` only). ``growing``: a causal model's
-    cache is a :class:`GrowingCache` (sampling, without gradients). Causal models read left-padded queries with explicit positions; seq2seq models encode
-    right-padded queries and start the decoder from ``decoder_start_token_id``.
+    row (a causal transformer without an LM head gives ``hidden`` only). Causal models read
+    left-padded queries with explicit positions; seq2seq models encode right-padded queries and
+    start the decoder from ``decoder_start_token_id``. ``growing``: a causal model's cache is a
+    :class:`GrowingCache` (sampling, without gradients).
     """
 
     def __init__(

@@ -28,7 +28,8 @@ def encode_targets(tokenizer, texts: Sequence[str], lengths: Lengths) -> list[li
 def pad(
     rows: Sequence[Sequence[int]], value: int, side: str, device: torch.device | str = "cpu"
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rows padded with ``value`` on ``side`` ("left" or "right") to the longest (at least 1), and the mask of real tokens."""
+    """Rows padded with ``value`` on ``side`` ("left" or "right") to the longest (at least 1), and the
+    mask of real tokens."""
     width = max(1, max((len(row) for row in rows), default=0))
     ids = torch.full((len(rows), width), value, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
