@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
         obs, _ = task.reset(seed=args.seed)
         print(f"  {env_id}, e.g. {obs[:90]!r}...")
         for name, policy in (
-            ("a reference", lambda _: task.unwrapped.current_sample.references[0]),
+            ("a reference", lambda _, task=task: task.unwrapped.current_sample.references[0]),
             ("a generic reply", lambda _: "I think so."),
         ):
             rewards = play_utterances(task, policy, args.episodes, args.seed)
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         for name, policy in (
             ("a helpful reply", lambda _: HELPFUL_REPLY),
             ("a rude reply", lambda _: RUDE_REPLY),
-            ("the real reply", lambda _: reddit.unwrapped.current_sample.references[0]),
+            ("the real reply", lambda _, reddit=reddit: reddit.unwrapped.current_sample.references[0]),
         ):
             rewards = play_utterances(reddit, policy, args.episodes, args.seed)
             print(f"  {reward:<14} {name:<16} {rewards.mean():.3f} +- {rewards.std():.3f}")

@@ -39,7 +39,8 @@ An evaluation is ``{"num_episodes": int, "mean_return": float, "std_return": flo
 ``mean_num_guesses``, ...), and one ``corpus_<metric>`` per metric of the whole set of
 episodes (``lm_gym.metrics.corpus_metrics``: ``corpus_bleu``, ``corpus_cider``,
 ``corpus_distinct_2``, ``corpus_perplexity_generations``, ...). :func:`summarize_episodes`
-computes it, so every algorithm reports the same names. Numbers are finite (the file is written with ``allow_nan=False``).
+computes it, so every algorithm reports the same names. Numbers are finite (the file is written
+with ``allow_nan=False``).
 
 Use :func:`make_result` to fill the bookkeeping fields, :func:`write_result` to validate and
 write atomically, :func:`load_result` / :func:`validate_result` to read and check.

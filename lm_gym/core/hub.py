@@ -35,7 +35,10 @@ def hub_reachable() -> bool:
 
 
 def is_local_path(name_or_path: str | os.PathLike) -> bool:
-    """Whether ``name_or_path`` names something on disk (a name no file system takes, too long or with a NUL, does not)."""
+    """Whether ``name_or_path`` names something on disk.
+
+    A name no file system takes (too long, or with a NUL) does not.
+    """
     try:
         return Path(name_or_path).exists()
     except (OSError, ValueError):

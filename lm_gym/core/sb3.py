@@ -74,7 +74,8 @@ class SB3VecEnv(VecEnv):
             )
         if venv.autoreset_mode != AutoresetMode.SAME_STEP:
             raise ConfigurationError(
-                f"SB3VecEnv needs autoreset_mode='SameStep' (SB3 resets in the step that ends an episode), got {venv.autoreset_mode.value!r}"
+                "SB3VecEnv needs autoreset_mode='SameStep' (SB3 resets in the step that ends an episode), "
+                f"got {venv.autoreset_mode.value!r}"
             )
         self.venv = venv
         self.actions: np.ndarray | None = None

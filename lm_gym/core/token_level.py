@@ -439,8 +439,8 @@ def check_tokenizer(tokenizer: Any) -> Any:
         or not isinstance(text, str)
     ):
         raise ConfigurationError(
-            f"tokenizer must be {expected}, with token ids (eos_token_id, pad_token_id, input_ids) in [0, len(tokenizer)) "
-            "and decode returning a str"
+            f"tokenizer must be {expected}, with token ids (eos_token_id, pad_token_id, input_ids) "
+            "in [0, len(tokenizer)) and decode returning a str"
         )
     return tokenizer
 

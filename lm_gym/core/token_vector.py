@@ -129,7 +129,8 @@ class TokenVectorEnv(TokenSettings, NativeVectorEnv):
         if isinstance(actions, np.ndarray):
             if actions.dtype.kind not in "iu" or actions.shape != (self.num_envs,):
                 raise InvalidActionError(
-                    f"actions must be {self._expected_actions}; got an array of dtype {actions.dtype} and shape {actions.shape}"
+                    f"actions must be {self._expected_actions}; "
+                    f"got an array of dtype {actions.dtype} and shape {actions.shape}"
                 )
             tokens = actions
         elif (

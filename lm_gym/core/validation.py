@@ -88,13 +88,17 @@ def check_options(options: Any, allowed: Collection[str]) -> dict[str, Any]:
     unknown = [key for key in options if key not in allowed]
     if unknown:
         raise ConfigurationError(
-            f"unknown reset option(s) {', '.join(safe_repr(key) for key in unknown[:5])}; this env accepts {sorted(allowed)}"
+            f"unknown reset option(s) {', '.join(safe_repr(key) for key in unknown[:5])}; "
+            f"this env accepts {sorted(allowed)}"
         )
     return options
 
 
 def check_device(name: str, device: Any) -> str | None:
-    """``device`` as a string if it is ``None`` or a device torch can parse (``"cpu"``, ``"cuda:1"``, a ``torch.device``)."""
+    """``device`` as a string if it is ``None`` or a device torch can parse.
+
+    For instance ``"cpu"``, ``"cuda:1"`` or a ``torch.device``.
+    """
     import torch
 
     if device is None:

@@ -62,7 +62,8 @@ class NativeVectorEnv(VectorEnv):
             isinstance(reset_mask, np.ndarray) and reset_mask.dtype == bool and reset_mask.shape == (self.num_envs,)
         ):
             raise ConfigurationError(
-                f"options['reset_mask'] must be a bool NumPy array of shape ({self.num_envs},), got {safe_repr(reset_mask)}"
+                f"options['reset_mask'] must be a bool NumPy array of shape ({self.num_envs},), "
+                f"got {safe_repr(reset_mask)}"
             )
         seeds = self._seeds(seed)
         texts: dict[int, str] = {}
@@ -190,7 +191,8 @@ class TextVectorEnv(NativeVectorEnv):
             or len(actions) != self.num_envs
         ):
             raise InvalidActionError(
-                f"actions must be a list, tuple or array of {self.num_envs} utterances, got {type(actions).__name__}: {safe_repr(actions)}"
+                f"actions must be a list, tuple or array of {self.num_envs} utterances, "
+                f"got {type(actions).__name__}: {safe_repr(actions)}"
             )
         autoreset = self._autoreset_now()
 

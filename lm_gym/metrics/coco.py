@@ -125,8 +125,10 @@ def coco_evaluate(
             skipped["spice"] = "not asked for (spice=False)"
         elif missing:
             skipped["spice"] = (
-                f"SPICE needs Stanford CoreNLP 3.6.0 ({', '.join(missing)} in {coco_java.SPICE_DIRECTORY / 'lib'}), which "
-                "pycocoevalcap downloads on first use and lm-gym does not; online, run `python -c 'from pycocoevalcap.spice.get_stanford_models import get_stanford_models; get_stanford_models()'` once"
+                f"SPICE needs Stanford CoreNLP 3.6.0 ({', '.join(missing)} in {coco_java.SPICE_DIRECTORY / 'lib'}), "
+                "which pycocoevalcap downloads on first use and lm-gym does not; online, run "
+                "`python -c 'from pycocoevalcap.spice.get_stanford_models import get_stanford_models; "
+                "get_stanford_models()'` once"
             )
             warnings.warn(f"SPICE skipped: {skipped['spice']}", stacklevel=2)
         else:

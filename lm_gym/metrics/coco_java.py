@@ -42,7 +42,9 @@ def java_available() -> bool:
 
 
 def ptb_tokenize(lines: Sequence[str]) -> list[list[str]]:
-    """Each line's tokens by Stanford CoreNLP 3.4.1's ``PTBTokenizer -preserveLines -lowerCase``, as pycocoevalcap runs it.
+    """Each line's tokens by Stanford CoreNLP 3.4.1's ``PTBTokenizer -preserveLines -lowerCase``.
+
+    The tokenizer runs as pycocoevalcap runs it.
 
     A line must not contain line breaks (the tokenizer keeps one output line per input line).
     Blank lines are not sent: they have no tokens.
@@ -106,7 +108,8 @@ def _java() -> str:
     java = shutil.which("java")
     if java is None:
         raise JavaError(
-            "the official COCO pipeline needs Java (a `java` on the PATH, e.g. Debian's default-jre-headless); pipeline='python' needs none"
+            "the official COCO pipeline needs Java (a `java` on the PATH, e.g. Debian's default-jre-headless); "
+            "pipeline='python' needs none"
         )
     return java
 

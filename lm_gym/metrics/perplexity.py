@@ -110,7 +110,10 @@ def _max_positions(model: Any) -> int | None:
 def _encode(
     texts: list[str], prefixes: list[str] | None, tokenizer: Any, max_length: int | None
 ) -> tuple[list[list[int]], list[int]]:
-    """Token ids of start token + prefix + text (fitted into ``max_length``), and the position of each sequence's first scored token."""
+    """Token ids of start token + prefix + text (fitted into ``max_length``).
+
+    Returned with the position of each sequence's first scored token.
+    """
     start_id = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     start = [] if start_id is None else [start_id]
     text_ids = tokenizer(texts, add_special_tokens=False)["input_ids"]

@@ -80,14 +80,19 @@ single-agent step's ``info`` (``answer``, ``percentile``, ``turn``, ``meta``; at
 ## Arguments
 | argument | default | meaning |
 |---|---|---|
-| ``split``, ``source``, ``data_dir``, ``num_images`` | ``"train"``, ``"synthetic"``, ``None``, ``None`` | the images, as ``lm_gym/VisDial-v0`` (``source="synthetic"`` is offline; ``"local"`` reads a VisDial v1.0 json) |
+| ``split``, ``source`` | ``"train"``, ``"synthetic"`` | the images (see below) |
+| ``data_dir``, ``num_images`` | ``None``, ``None`` | the images (see below) |
 | ``ranker`` | ``None`` | your own ranker (``percentiles(images, dialogues)``); ``None``: the source's |
 | ``cutoff``, ``goal_value`` | ``0.5``, ``1.0`` | the end of the game, as ``lm_gym/VisDial-v0`` |
 | ``yn_reward``, ``yn_reward_kind`` | ``-2.0``, ``"none"`` | the yes/no penalty of the answers |
 | ``reward_scale``, ``reward_shift`` | ``1.0``, ``0.0`` | ``reward = (base + yn) * reward_scale + reward_shift`` |
 | ``max_turns`` | ``10`` | rounds (question and answer) per game, 1 to 20 |
-| ``max_cycles`` | ``None`` | truncate after this many utterances (PettingZoo's cycles); ``None``: the game's own end only |
+| ``max_cycles`` | ``None`` | truncate after this many utterances (PettingZoo's cycles); ``None``: no limit |
 | ``render_mode`` | ``None`` | ``"ansi"`` returns the conversation (the questioner's view), ``"human"`` prints it |
+
+``split``, ``source``, ``data_dir`` and ``num_images`` choose the images as for ``lm_gym/VisDial-v0``
+(``source="synthetic"`` is offline; ``"local"`` reads a VisDial v1.0 json). ``max_cycles=None`` ends
+the episode at the game's own end only.
 
 Bad arguments raise ``ConfigurationError`` naming the argument. There is no ``server_url``:
 the answering agent replaces the world's answerer.

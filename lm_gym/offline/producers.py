@@ -150,7 +150,8 @@ def record_trajectories(
             )
     else:
         raise ConfigurationError(
-            f"env_id_or_vector_env must be a registered env id or an lm-gym TextVectorEnv, got {type(env_id_or_vector_env).__name__}"
+            "env_id_or_vector_env must be a registered env id or an lm-gym TextVectorEnv, "
+            f"got {type(env_id_or_vector_env).__name__}"
         )
     env_id = venv.spec.id
 
@@ -177,7 +178,8 @@ def record_trajectories(
                 utterances = policy([observations[copy] for copy in active])
                 if not isinstance(utterances, (list, tuple)) or len(utterances) != len(active):
                     raise ConfigurationError(
-                        f"policy must return a list of {len(active)} utterances (one per observation), got {safe_repr(utterances)}"
+                        f"policy must return a list of {len(active)} utterances (one per observation), "
+                        f"got {safe_repr(utterances)}"
                     )
                 # Copies with no episode left have finished one: the NextStep autoreset ignores their action.
                 actions = [""] * venv.num_envs

@@ -68,7 +68,8 @@ class TransformersClassifier:
             model = AutoModelForSequenceClassification.from_pretrained(model_name_or_path)
         except (OSError, ValueError) as error:  # ValueError: a directory without a model
             raise DataUnavailableError(
-                f"could not load the {what} {model_name_or_path!r:.200} ({type(error).__name__}: {error}). {offline_hint}"
+                f"could not load the {what} {model_name_or_path!r:.200} ({type(error).__name__}: {error}). "
+                f"{offline_hint}"
             ) from error
         self.model = model.to(self.device).eval()
         self.labels = {int(i): str(name) for i, name in model.config.id2label.items()}
@@ -157,7 +158,10 @@ class NgramClassifier(nn.Module):
 
     @torch.inference_mode()
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
-        """Class probabilities per text, ``(len(texts), num_classes)``; a text with no words scores ``softmax(bias)``."""
+        """Class probabilities per text, ``(len(texts), num_classes)``.
+
+        A text with no words scores ``softmax(bias)``.
+        """
         if not texts:
             return np.zeros((0, self.num_classes))
         return torch.softmax(self(*self.encode(texts)), dim=-1).double().numpy()

@@ -52,7 +52,10 @@ class TransformersActClassifier:
     """Acts from a ``transformers`` classifier of ``last context utterance + reply`` (RL4LMs' input)."""
 
     def __init__(self, model_name_or_path: str, device: str | None = None, batch_size: int = 64):
-        hint = "Offline, pass a local directory, or intent_model='trained' for a classifier lm-gym trains on the task's data."
+        hint = (
+            "Offline, pass a local directory, or intent_model='trained' "
+            "for a classifier lm-gym trains on the task's data."
+        )
         self.classifier = TransformersClassifier(
             model_name_or_path, "dialogue-act classifier", hint, device=device, batch_size=batch_size
         )

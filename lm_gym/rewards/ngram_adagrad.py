@@ -38,7 +38,8 @@ def fit_adagrad(
     ``ids`` are all texts' n-gram ids concatenated, ``lengths`` how many belong to each text,
     ``targets`` the class of each text. Progress: a bar in a terminal, else a log line per epoch.
     """
-    # class-major (classes, buckets) arrays; numpy's take/put, not fancy indexing, which is many times slower on 2-D arrays
+    # class-major (classes, buckets) arrays; numpy's take/put, not fancy indexing,
+    # which is many times slower on 2-D arrays
     weights, bias = np.zeros((num_classes, num_buckets)), np.zeros(num_classes)
     weight_squares, bias_squares = np.zeros_like(weights), np.zeros_like(bias)  # Adagrad's sums of squared gradients
     class_offsets = np.arange(num_classes)[:, None] * num_buckets  # flat index of (class, id) = class offset + id

@@ -37,7 +37,10 @@ class ClassifierSentimentReward:
         batch_size: int = 64,
         max_length: int = 512,
     ):
-        offline_hint = "Offline, pass a local directory, or reward_model='trained' for a classifier lm-gym trains on the task's data."
+        offline_hint = (
+            "Offline, pass a local directory, or reward_model='trained' "
+            "for a classifier lm-gym trains on the task's data."
+        )
         self.classifier = TransformersClassifier(
             model_name_or_path,
             "sentiment classifier",

@@ -412,7 +412,8 @@ class LexiconToxicityScorer:
             )
         except (ModuleNotFoundError, OSError) as error:
             raise DataUnavailableError(
-                f"the lexicon toxicity scorer reads the word list of the better-profanity package ({error}): {PROFANITY_EXTRA}"
+                "the lexicon toxicity scorer reads the word list of the better-profanity package "
+                f"({error}): {PROFANITY_EXTRA}"
             ) from None
         sensitive = SENSITIVE_PROFANITY_ENTRIES + ANATOMY_PROFANITY_ENTRIES
         demoted = {tuple(words(term)) for term in sensitive + HARMLESS_PROFANITY_ENTRIES}

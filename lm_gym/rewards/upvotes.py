@@ -62,7 +62,8 @@ class UpvotesRealReward:
                 seed = (meta[i] if meta is not None else {}).get("reward_seed")
                 if not is_integer(seed) or seed < 0:
                     raise ConfigurationError(
-                        f"a text with several real scores needs meta[{i}]['reward_seed'], a non-negative int; got {safe_repr(seed)}"
+                        f"a text with several real scores needs meta[{i}]['reward_seed'], a non-negative int; "
+                        f"got {safe_repr(seed)}"
                     )
                 score = scores[int(np.random.default_rng(int(seed)).integers(len(scores)))]
             else:

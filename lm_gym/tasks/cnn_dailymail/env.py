@@ -70,15 +70,22 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
     | argument | default | meaning |
     |---|---|---|
     | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` or ``"test"`` |
-    | ``source`` | ``"hub"`` | ``"hub"`` (``abisee/cnn_dailymail`` 3.0.0 via ``datasets``), ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym) |
-    | ``data_dir`` | ``None`` | for ``source="local"``: a directory with ``<split>.csv`` / ``.parquet`` / ``.jsonl`` (or the hub's parquet shards) of columns ``article,highlights,id``, or one such file |
+    | ``source`` | ``"hub"`` | ``"hub"``, ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym) |
+    | ``data_dir`` | ``None`` | for ``source="local"``: a directory of split files, or one such file (see below) |
     | ``reward`` | ``"rouge1"`` | ``"rouge1"``, ``"rouge2"``, ``"rougeL"``, ``"rougeLsum"`` or ``"meteor"`` |
     | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
-    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None`` trains a byte-level BPE on the source's train split (cached) |
-    | ``max_prompt_length``, ``max_new_tokens`` | ``512``, ``100`` | token level: prompt tokens kept, summary length limit |
-    | ``prompt_truncation_side`` | ``"right"`` | token level: ``"right"`` keeps the article's start, ``"left"`` its end |
-    | ``min_new_tokens``, ``early_eos_penalty`` | ``50``, ``1.0`` | token level: EOS masked before this many tokens, and the penalty for playing it anyway |
+    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None``: see below |
+    | ``max_prompt_length`` | ``512`` | token level: prompt tokens kept |
+    | ``max_new_tokens`` | ``100`` | token level: summary length limit |
+    | ``prompt_truncation_side`` | ``"right"`` | token level: ``"right"`` keeps an article's start, ``"left"`` its end |
+    | ``min_new_tokens`` | ``50`` | token level: EOS masked before this many tokens |
+    | ``early_eos_penalty`` | ``1.0`` | token level: the penalty for playing EOS before ``min_new_tokens`` anyway |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the current text |
+
+    ``source="hub"`` reads ``abisee/cnn_dailymail`` 3.0.0 via ``datasets``. For ``source="local"``,
+    ``data_dir`` is a directory with ``<split>.csv`` / ``.parquet`` / ``.jsonl`` (or the hub's
+    parquet shards) of columns ``article,highlights,id``, or one such file. At token level,
+    ``tokenizer=None`` trains a byte-level BPE on the source's train split (cached).
 
     Offline, ``source="synthetic"`` (``CNNDailyMailEnv.offline_kwargs``) builds everything with
     no network; the default ``source="hub"`` fails at once with ``DataUnavailableError`` naming

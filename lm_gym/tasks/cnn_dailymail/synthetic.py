@@ -201,13 +201,22 @@ CHARGES = (
 OFFICER_RANKS = ("Detective", "Sergeant", "Inspector", "Chief Inspector")
 CRIME_LEADS = (
     "A {age}-year-old {sex} has been arrested after {a_crime} at {a_target} in {city}[ on {day} night][, police said].",
-    "Police in {city} have arrested a {age}-year-old {sex} over {a_crime} at {a_target}[ on the edge of the city center].",
+    (
+        "Police in {city} have arrested a {age}-year-old {sex} over {a_crime} at {a_target}"
+        "[ on the edge of the city center]."
+    ),
     "[Officers said on {day} that ]a {age}-year-old {sex} was arrested following {a_crime} at {a_target} in {city}.",
 )
 CRIME_DETAILS = (
     "The thieves took {loot} worth about {amount}[ before escaping in a waiting car][, according to investigators].",
-    "[Investigators believe ]{loot} worth {amount} were taken during the {crime}[, which lasted less than {minutes} minutes].",
-    "[Police said ]{staff} staff members were inside the {target} during the {crime} and one was treated for minor injuries.",
+    (
+        "[Investigators believe ]{loot} worth {amount} were taken during the {crime}"
+        "[, which lasted less than {minutes} minutes]."
+    ),
+    (
+        "[Police said ]{staff} staff members were inside the {target} during the {crime} and one was treated for minor "
+        "injuries."
+    ),
 )
 CRIME_EXTRAS = (
     "{suspect}, {age}, has been charged with {charges}[ and is being held in custody][, a police spokesperson said].",
@@ -215,12 +224,18 @@ CRIME_EXTRAS = (
     "{suspect}, who lives in {city}, was arrested at a house nearby[ about {hours} hours after the {crime}].",
 )
 CRIME_LATES = (
-    "{suspect} is due to appear in court on {next_day}[, where prosecutors will ask for {pronoun} to be held without bail].",
+    (
+        "{suspect} is due to appear in court on {next_day}[, where prosecutors will ask for {pronoun} to be held "
+        "without bail]."
+    ),
     "[Prosecutors said ]{last} could face up to {years} years in prison if convicted of {charges}.",
     "[The owner said ]the {target} will stay closed until {next_day} while its security system is replaced.",
 )
 CRIME_FILLERS = (
-    '"We were absolutely terrified, and I still cannot believe it happened here," said one worker, who asked not to be named.',
+    (
+        '"We were absolutely terrified, and I still cannot believe it happened here," said one worker, who asked not '
+        "to be named."
+    ),
     "The {target}, which opened in {year}, is a popular stop for shoppers in the area.",
     "Neighbors said the street is usually quiet, with families and small businesses.",
     "Police have asked anyone with information to contact them.",
@@ -285,7 +300,10 @@ SPORTS_LEADS = (
     "[On a cold night in {city}, ]{winner} came from behind to beat {loser} {score} and {standing}.",
 )
 SPORTS_DETAILS = (
-    "{scorer} scored {goals_phrase}[, including a header in the {minute} minute,] to take {his} tally to {tally} goals this season.",
+    (
+        "{scorer} scored {goals_phrase}[, including a header in the {minute} minute,] to take {his} tally to {tally} "
+        "goals this season."
+    ),
     "The win leaves {winner} {points} points clear of {loser}[ with {games} games left to play].",
     "{scorer} opened the scoring in the {minute} minute[ with a low shot from the edge of the area].",
 )
@@ -374,8 +392,14 @@ SECTORS = (
 )
 QUARTERS = ("first quarter", "second quarter", "third quarter", "last three months of the year")
 BUSINESS_LEADS = (
-    "{company}[, the company best known for its {product},] said[ on {day}] that its profits {rose} {pct} percent to ${profit} million in the {quarter}.",
-    "{company} will cut {jobs} jobs[ over the next two years] after its profits {rose} {pct} percent in the {quarter}[, the company announced].",
+    (
+        "{company}[, the company best known for its {product},] said"
+        "[ on {day}] that its profits {rose} {pct} percent to ${profit} million in the {quarter}."
+    ),
+    (
+        "{company} will cut {jobs} jobs[ over the next two years] after its profits {rose} {pct} percent in the "
+        "{quarter}[, the company announced]."
+    ),
     "Profits at {company} {rose} {pct} percent to ${profit} million in the {quarter}[, the company said on {day}].",
 )
 BUSINESS_DETAILS = (
@@ -440,7 +464,10 @@ def _business_fields(rng: random.Random) -> dict[str, str]:
 
 STORM_NAMES = ("Ada", "Bruno", "Clara", "Dennis", "Elsa", "Frank", "Gerda", "Hugo", "Ines", "Jonas")
 WEATHER_LEADS = (
-    "Storm {storm} brought winds of up to {mph} miles per hour to {region}[ on {day}], leaving {homes} homes without power.",
+    (
+        "Storm {storm} brought winds of up to {mph} miles per hour to {region}"
+        "[ on {day}], leaving {homes} homes without power."
+    ),
     "More than {evacuated} people were forced from their homes after heavy rain flooded parts of {region}[ overnight].",
     "Storm {storm} caused flooding across {region}[ on {day}], forcing {evacuated} people from their homes.",
 )
@@ -518,7 +545,10 @@ SCIENCE_LEADS = (
 )
 SCIENCE_DETAILS = (
     "The team followed {sample} {subjects} for {years} years[ and compared their health with a control group].",
-    "[The researchers found that ]the risk fell by {pct} percent among {subjects} who kept up the habit for {years} years.",
+    (
+        "[The researchers found that ]the risk fell by {pct} percent among {subjects} who kept up the habit for "
+        "{years} years."
+    ),
     "The study of {sample} {subjects} was published in {journal}[ on {day}].",
 )
 SCIENCE_EXTRAS = (

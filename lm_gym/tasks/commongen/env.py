@@ -109,17 +109,28 @@ class CommonGenEnv(SingleTurnTextEnv):
     ## Arguments
     | argument | default | meaning |
     |---|---|---|
-    | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` or ``"test"`` (the released test split hides its references: ``hub``/``local`` refuse it) |
-    | ``source`` | ``"hub"`` | ``"hub"`` (``allenai/common_gen`` via ``datasets``), ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym) |
-    | ``data_dir`` | ``None`` | for ``source="local"``: a directory with the official ``commongen.<split>.jsonl`` (``concept_set``, ``scene``) or hub-schema files (``concepts``, ``target``), or one such file |
+    | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` or ``"test"`` (see below) |
+    | ``source`` | ``"hub"`` | ``"hub"``, ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym) |
+    | ``data_dir`` | ``None`` | for ``source="local"``: a directory of split files, or one such file (see below) |
     | ``reward`` | ``"meteor"`` | ``"meteor"``, ``"rouge1"``, ``"rouge2"``, ``"rougeL"`` or ``"cider"`` |
     | ``repeat_penalty`` | ``1.0`` | subtracted when the sentence repeats the prompt (0 turns the shaping off) |
-    | ``coco_pipeline`` | ``"python"`` | the COCO evaluation of ``task_corpus_metrics``: ``"python"`` (no Java: the same numbers on every machine), ``"java"`` (official, adds METEOR 1.5; its jar takes about 20 s to start, once per process), ``"auto"`` (java when a ``java`` is installed) or ``"off"`` |
+    | ``coco_pipeline`` | ``"python"`` | the COCO evaluation of ``task_corpus_metrics`` (see below) |
     | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
-    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None`` trains a byte-level BPE on the source's train split (cached) |
-    | ``max_prompt_length``, ``max_new_tokens`` | ``20``, ``20`` | token level: prompt tokens kept (the last ones), sentence length limit |
-    | ``min_new_tokens``, ``early_eos_penalty`` | ``5``, ``1.0`` | token level: EOS masked before this many tokens, and the penalty for playing it anyway |
+    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None``: see below |
+    | ``max_prompt_length`` | ``20`` | token level: prompt tokens kept (the last ones) |
+    | ``max_new_tokens`` | ``20`` | token level: sentence length limit |
+    | ``min_new_tokens`` | ``5`` | token level: EOS masked before this many tokens |
+    | ``early_eos_penalty`` | ``1.0`` | token level: the penalty for playing EOS before ``min_new_tokens`` anyway |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the current text |
+
+    The released test split hides its references: ``source="hub"`` and ``"local"`` refuse
+    ``split="test"``. ``source="hub"`` reads ``allenai/common_gen`` via ``datasets``. For
+    ``source="local"``, ``data_dir`` is a directory with the official ``commongen.<split>.jsonl``
+    (``concept_set``, ``scene``) or hub-schema files (``concepts``, ``target``), or one such file.
+    ``coco_pipeline`` is ``"python"`` (no Java: the same numbers on every machine), ``"java"``
+    (official, adds METEOR 1.5; its jar takes about 20 s to start, once per process), ``"auto"``
+    (java when a ``java`` is installed) or ``"off"``. At token level, ``tokenizer=None`` trains a
+    byte-level BPE on the source's train split (cached).
 
     Offline, ``source="synthetic"`` (``CommonGenEnv.offline_kwargs``) builds everything with no
     network; the default ``source="hub"`` fails at once with ``DataUnavailableError`` naming

@@ -79,16 +79,26 @@ class DailyDialogEnv(SingleTurnTextEnv):
     | argument | default | meaning |
     |---|---|---|
     | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` or ``"test"`` |
-    | ``source`` | ``"hub"`` | ``"hub"`` (``li2017dailydialog/daily_dialog`` via ``datasets``), ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym) |
-    | ``data_dir`` | ``None`` | for ``source="local"``: the unzipped release with ``dialogues_<split>.txt``, ``dialogues_act_<split>.txt``, ``dialogues_emotion_<split>.txt`` (in it or in its ``<split>/``) |
+    | ``source`` | ``"hub"`` | ``"hub"``, ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym) |
+    | ``data_dir`` | ``None`` | for ``source="local"``: the unzipped release (see below) |
     | ``context_size`` | ``5`` | utterances of context (1 to 64) |
-    | ``intent_model`` | ``"auto"`` | a ``transformers`` dialogue-act classifier name or path, or ``"trained"`` (the offline n-gram classifier). ``"auto"``: ``rajkumarrrk/roberta-daily-dialog-intent-classifier`` for ``source="hub"``, ``"trained"`` otherwise |
+    | ``intent_model`` | ``"auto"`` | a dialogue-act classifier name or path, or ``"trained"`` (see below) |
     | ``intent_coef``, ``meteor_coef`` | ``0.75``, ``0.25`` | weights of the intent match and of METEOR |
     | ``reward_device`` | ``None`` | device of a ``transformers`` classifier (default CUDA when available) |
     | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
-    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None`` trains a byte-level BPE on the source's train split (cached) |
-    | ``max_prompt_length``, ``max_new_tokens`` | ``128``, ``20`` | token level: prompt tokens kept (the last ones), reply length limit |
+    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None``: see below |
+    | ``max_prompt_length`` | ``128`` | token level: prompt tokens kept (the last ones) |
+    | ``max_new_tokens`` | ``20`` | token level: reply length limit |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the current text |
+
+    ``source="hub"`` reads ``li2017dailydialog/daily_dialog`` via ``datasets``. For
+    ``source="local"``, ``data_dir`` is the unzipped release with ``dialogues_<split>.txt``,
+    ``dialogues_act_<split>.txt``, ``dialogues_emotion_<split>.txt`` (in it or in its
+    ``<split>/``). ``intent_model`` is a ``transformers`` dialogue-act classifier name or path,
+    or ``"trained"`` (the offline n-gram classifier); ``"auto"`` means
+    ``rajkumarrrk/roberta-daily-dialog-intent-classifier`` for ``source="hub"``, ``"trained"``
+    otherwise. At token level, ``tokenizer=None`` trains a byte-level BPE on the source's train
+    split (cached).
 
     ``env.unwrapped.dropped_dialogues`` counts the dialogues of the split dropped because their
     utterance and label counts disagree (a quirk of the release; see

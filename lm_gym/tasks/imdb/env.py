@@ -79,16 +79,27 @@ class IMDBEnv(SingleTurnTextEnv):
     | argument | default | meaning |
     |---|---|---|
     | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` (20% held out of the original train set) or ``"test"`` |
-    | ``source`` | ``"hub"`` | ``"hub"`` (``stanfordnlp/imdb`` via ``datasets``), ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym) |
-    | ``data_dir`` | ``None`` | for ``source="local"``: an ``aclImdb/`` directory (or its parent) or a ``review,sentiment`` CSV |
-    | ``reward_model`` | ``"auto"`` | a ``transformers`` classifier name or path, or ``"trained"``: a bag-of-n-grams classifier trained and cached on the source's train split (first use: under a second on ``synthetic``, about 10 s on the 20,000 real training reviews, with a progress bar in a terminal, log lines otherwise). ``"auto"``: ``lvwerra/distilbert-imdb`` for ``source="hub"``, ``"trained"`` otherwise |
+    | ``source`` | ``"hub"`` | ``"hub"``, ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym) |
+    | ``data_dir`` | ``None`` | for ``source="local"``: an ``aclImdb/`` directory (or its parent) or a CSV (see below) |
+    | ``reward_model`` | ``"auto"`` | a ``transformers`` classifier name or path, or ``"trained"`` (see below) |
     | ``positive_label`` | ``None`` | the classifier's positive class (name or index) when it cannot be inferred |
     | ``reward_device`` | ``None`` | device of a ``transformers`` classifier (default CUDA when available) |
     | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
-    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None`` trains a byte-level BPE on the source's train split (cached) |
-    | ``max_prompt_length``, ``max_new_tokens`` | ``64``, ``48`` | token level: prompt tokens kept (the last ones), continuation length limit |
-    | ``min_new_tokens``, ``early_eos_penalty`` | ``48``, ``1.0`` | token level: EOS masked before this many tokens (lowered to ``max_new_tokens`` if that is smaller), and the penalty for playing it anyway |
+    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None``: see below |
+    | ``max_prompt_length`` | ``64`` | token level: prompt tokens kept (the last ones) |
+    | ``max_new_tokens`` | ``48`` | token level: continuation length limit |
+    | ``min_new_tokens`` | ``48`` | token level: EOS masked before this many tokens (see below) |
+    | ``early_eos_penalty`` | ``1.0`` | token level: the penalty for playing EOS before ``min_new_tokens`` anyway |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the current text |
+
+    ``source="hub"`` reads ``stanfordnlp/imdb`` via ``datasets``; a ``data_dir`` CSV has the
+    columns ``review,sentiment``. ``reward_model="trained"`` is a bag-of-n-grams classifier
+    trained and cached on the source's train split (first use: under a second on
+    ``synthetic``, about 10 s on the 20,000 real training reviews, with a progress bar in a
+    terminal, log lines otherwise); ``"auto"`` means ``lvwerra/distilbert-imdb`` for
+    ``source="hub"``, ``"trained"`` otherwise. At token level, ``tokenizer=None`` trains a
+    byte-level BPE on the source's train split (cached), and ``min_new_tokens`` is lowered to
+    ``max_new_tokens`` if that is smaller.
 
     Offline, ``source="synthetic"`` (``IMDBEnv.offline_kwargs``) builds everything with no
     network; the default ``source="hub"`` fails at once with ``DataUnavailableError`` naming

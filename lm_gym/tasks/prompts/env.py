@@ -95,12 +95,14 @@ def resolve_prompts(prompts: Any, split: str) -> list[str]:
         prompts = read_prompts(prompts)
     if not isinstance(prompts, Sequence) or not prompts or not all(isinstance(p, str) for p in prompts):
         raise ConfigurationError(
-            f"prompts must be None, a non-empty list of str, a .txt/.json/.jsonl path or a dict of those per split, got {safe_repr(prompts)}"
+            "prompts must be None, a non-empty list of str, a .txt/.json/.jsonl path or a dict of those per split, "
+            f"got {safe_repr(prompts)}"
         )
     too_long = [i for i, p in enumerate(prompts) if len(p) > MAX_OBSERVATION_LENGTH]
     if too_long:
         raise ConfigurationError(
-            f"prompts must have at most {MAX_OBSERVATION_LENGTH} characters; prompt {too_long[0]} has {len(prompts[too_long[0]])}"
+            f"prompts must have at most {MAX_OBSERVATION_LENGTH} characters; "
+            f"prompt {too_long[0]} has {len(prompts[too_long[0]])}"
         )
     return list(prompts)
 
@@ -142,13 +144,18 @@ class PromptsEnv(SingleTurnTextEnv):
     ## Arguments
     | argument | default | meaning |
     |---|---|---|
-    | ``prompts`` | ``None`` | a list of str, a ``.txt`` (one per line), ``.json`` or ``.jsonl`` file (objects with ``"prompt"``), or a dict of those per split; a list or file serves every split. ``None``: synthetic prompts |
-    | ``reward_fn`` | ``"vowel_words"`` | a callable, a ``"module:function"`` string, or a built-in name (``"vowel_words"``) |
+    | ``prompts`` | ``None`` | a list of str, a file or a dict of those per split (below); ``None``: synthetic prompts |
+    | ``reward_fn`` | ``"vowel_words"`` | a callable, a ``"module:function"`` or a built-in name (``"vowel_words"``) |
     | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` or ``"test"`` |
     | ``num_prompts`` | ``None`` | synthetic prompts in the split (default 1,024 / 256 / 256; at most 2**20) |
     | ``prompt_words`` | ``64`` | words per synthetic prompt |
-    | ``action_level``, ``tokenizer``, ``max_prompt_length``, ``max_new_tokens``, ``min_new_tokens`` | | token level, as for every task (defaults 64 and 48 tokens, no minimum) |
+    | ``action_level``, ``tokenizer`` | | token level, as for every task |
+    | ``max_prompt_length``, ``max_new_tokens`` | | token level, as for every task (defaults 64 and 48 tokens) |
+    | ``min_new_tokens`` | | token level, as for every task (default: no minimum) |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the current text |
+
+    A prompts file is a ``.txt`` (one prompt per line), ``.json`` or ``.jsonl`` file (objects
+    with ``"prompt"``); a list or file serves every split.
 
     ## Vectorized environment
     ``gymnasium.make_vec("lm_gym/Prompts-v0", num_envs=N, vectorization_mode="vector_entry_point")``
@@ -195,7 +202,8 @@ class PromptsEnv(SingleTurnTextEnv):
         if isinstance(reward_fn, str):
             return import_callable("reward_fn", reward_fn)
         raise ConfigurationError(
-            f"reward_fn must be a callable, a 'module:function' string or one of {BUILT_IN_REWARDS}, got {safe_repr(reward_fn)}"
+            f"reward_fn must be a callable, a 'module:function' string or one of {BUILT_IN_REWARDS}, "
+            f"got {safe_repr(reward_fn)}"
         )
 
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:

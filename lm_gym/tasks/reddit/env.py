@@ -93,20 +93,30 @@ class RedditEnv(SingleTurnTextEnv):
     ## Arguments
     | argument | default | meaning |
     |---|---|---|
-    | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` or ``"test"`` (local data: 80/10/10 by a hash of the comment id) |
-    | ``source`` | ``"local"`` | ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym); there is no hub source (see ``lm_gym.tasks.reddit.data``) |
-    | ``data_dir`` | ``None`` | for ``source="local"``: ILQL's ``comments_positive.csv``/``comments_negative.csv``, or Pushshift comment dumps (``.jsonl``, ``.zst``), in a directory or as one file |
+    | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` or ``"test"`` (see below) |
+    | ``source`` | ``"local"`` | ``"local"`` (``data_dir``) or ``"synthetic"`` (generated offline by lm-gym) |
+    | ``data_dir`` | ``None`` | for ``source="local"``: ILQL's comment CSVs or Pushshift dumps (see below) |
     | ``include_parent`` | ``True`` | observe the parent comment (``False``: an empty prompt) |
     | ``reward`` | ``"toxicity"`` | ``"toxicity"``, ``"noised_toxicity"``, ``"upvotes_real"`` or ``"upvotes_model"`` |
-    | ``reward_scale`` | ``None`` | multiplies the raw reward; ``None``: -5 for the toxicity rewards, 1 for the upvote rewards (ILQL's) |
+    | ``reward_scale`` | ``None`` | multiplies the raw reward; ``None``: ILQL's scale (see below) |
     | ``reward_shift`` | ``0.0`` | added after scaling |
-    | ``toxicity_model`` | ``"lexicon"`` | toxicity rewards: ``"lexicon"`` or a ``transformers`` classifier name or path, e.g. ``facebook/roberta-hate-speech-dynabench-r4-target`` or ``unitary/toxic-bert`` |
+    | ``toxicity_model`` | ``"lexicon"`` | toxicity rewards: ``"lexicon"`` or a ``transformers`` classifier (below) |
     | ``toxic_label`` | ``None`` | the classifier's toxic class (name or index) when it cannot be inferred |
     | ``reward_device`` | ``None`` | device of a ``transformers`` classifier (default CUDA when available) |
     | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
-    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None`` trains a byte-level BPE on the source's train split (cached) |
-    | ``max_prompt_length``, ``max_new_tokens`` | ``256``, ``128`` | token level: prompt tokens kept (the last ones), reply length limit |
+    | ``tokenizer`` | ``None`` | token level: a ``transformers`` tokenizer, hub name or path; ``None``: see below |
+    | ``max_prompt_length`` | ``256`` | token level: prompt tokens kept (the last ones) |
+    | ``max_new_tokens`` | ``128`` | token level: reply length limit |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the current text |
+
+    Local data is split 80/10/10 by a hash of the comment id; there is no hub source (see
+    ``lm_gym.tasks.reddit.data``). For ``source="local"``, ``data_dir`` holds ILQL's
+    ``comments_positive.csv``/``comments_negative.csv``, or Pushshift comment dumps (``.jsonl``,
+    ``.zst``), in a directory or as one file. ``reward_scale=None`` is ILQL's: -5 for the
+    toxicity rewards, 1 for the upvote rewards. ``toxicity_model`` is ``"lexicon"`` or a
+    ``transformers`` classifier name or path, e.g.
+    ``facebook/roberta-hate-speech-dynabench-r4-target`` or ``unitary/toxic-bert``. At token
+    level, ``tokenizer=None`` trains a byte-level BPE on the source's train split (cached).
 
     ``env.unwrapped.dropped_comments`` counts the comments the local data dropped, per reason
     (``deleted``, ``missing_parent``; see ``lm_gym.tasks.reddit.data``).

@@ -77,11 +77,13 @@ def find_release_file(data_dir: str | Path, split: str) -> Path:
             return (exact or files)[0]
         if files:
             raise DataUnavailableError(
-                f"data_dir={str(path)!r} holds several dialog files for split {split!r} ({', '.join(f.name for f in files)}); pass the one to use as data_dir"
+                f"data_dir={str(path)!r} holds several dialog files for split {split!r} "
+                f"({', '.join(f.name for f in files)}); pass the one to use as data_dir"
             )
     raise DataUnavailableError(
-        f"data_dir={str(path)!r} must be a VisDial json file or a folder holding visdial_1.0_{name}.json (the v1.0 release) or "
-        f"visdial_0.5_{name}.json (ILQL's data/vis_dialogue/raw/visdial_0.5) for split {split!r}; found none"
+        f"data_dir={str(path)!r} must be a VisDial json file or a folder holding visdial_1.0_{name}.json "
+        f"(the v1.0 release) or visdial_0.5_{name}.json (ILQL's data/vis_dialogue/raw/visdial_0.5) "
+        f"for split {split!r}; found none"
     )
 
 
@@ -97,7 +99,8 @@ def load_dialogs(path: Path, split: str) -> tuple[HumanDialog, ...]:
             questions, answers = release["data"]["questions"], release["data"]["answers"]
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise DataUnavailableError(
-            f"{path} is not a VisDial json file (v1.0: data.questions, data.answers, data.dialogs; v0.5: a list of dialogs): {error!r}"
+            f"{path} is not a VisDial json file "
+            f"(v1.0: data.questions, data.answers, data.dialogs; v0.5: a list of dialogs): {error!r}"
         ) from error
     if not isinstance(release, list) and file_split not in RELEASE_SPLITS[split][1]:
         raise ConfigurationError(

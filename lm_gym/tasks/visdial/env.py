@@ -164,22 +164,30 @@ class VisDialEnv(TextEnv):
     |---|---|---|
     | ``split`` | ``"train"`` | ``"train"``, ``"validation"`` or ``"test"`` |
     | ``source`` | ``"synthetic"`` | ``"synthetic"`` (generated offline) or ``"local"`` (``data_dir``) |
-    | ``data_dir`` | ``None`` | for ``source="local"``: a VisDial json file, the unpacked v1.0 release's folder (``visdial_1.0_<train/val/test>.json``, dense annotations and features beside) or the ILQL code base's ``data/vis_dialogue`` (v0.5 files) |
+    | ``data_dir`` | ``None`` | for ``source="local"``: a VisDial json file or a release folder (see below) |
     | ``num_images`` | ``None`` | synthetic gallery size, 10 to 5,000 (default: 400 train, 200 validation/test) |
-    | ``answerer``, ``ranker`` | ``None`` | your own answerer / ranker (``lm_gym.tasks.visdial.world``); ``None``: the source's |
+    | ``answerer`` | ``None`` | your own answerer (``lm_gym.tasks.visdial.world``); ``None``: the source's |
+    | ``ranker`` | ``None`` | your own ranker (``lm_gym.tasks.visdial.world``); ``None``: the source's |
     | ``server_url`` | ``None`` | a visdial-rl server (e.g. ``"http://localhost:5000"``) as answerer and ranker |
-    | ``image_features`` | ``None`` | with ``server_url``: an HDF5 file of the v1.0 starter code (needs ``h5py``) or ``{image_id: vector}`` |
+    | ``image_features`` | ``None`` | with ``server_url``: an HDF5 file (see below) or ``{image_id: vector}`` |
     | ``server_timeout`` | ``30.0`` | seconds per server request |
     | ``cutoff`` | ``0.5`` | share of the gap to ``goal_value`` that ends the game, in (0, 1] |
     | ``goal_value`` | ``1.0`` | the percentile of a perfect rank |
-    | ``yn_reward`` | ``-2.0`` | added to a turn whose answer passes the yes/no test (ILQL's paper runs: -2 with ``hard``) |
+    | ``yn_reward`` | ``-2.0`` | added to a turn whose answer passes the yes/no test (ILQL's paper: -2 with ``hard``) |
     | ``yn_reward_kind`` | ``"none"`` | ``"none"``, ``"soft"``, ``"hard"`` or ``"conservative"`` |
     | ``reward_scale``, ``reward_shift`` | ``1.0``, ``0.0`` | ``reward = (base + yn) * reward_scale + reward_shift`` |
     | ``max_turns`` | ``10`` | questions per game, 1 to 20 |
     | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
-    | ``tokenizer`` | ``None`` | token level: a tokenizer, name or path; ``None`` trains a BPE on the source's dialogues (cached) |
-    | ``max_prompt_length``, ``max_new_tokens`` | ``256``, ``24`` | token level: observation tokens kept (the last), tokens per question |
+    | ``tokenizer`` | ``None`` | token level: a tokenizer, name or path; ``None``: see below |
+    | ``max_prompt_length`` | ``256`` | token level: observation tokens kept (the last) |
+    | ``max_new_tokens`` | ``24`` | token level: tokens per question |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the observation |
+
+    For ``source="local"``, ``data_dir`` is a VisDial json file, the unpacked v1.0 release's
+    folder (``visdial_1.0_<train/val/test>.json``, dense annotations and features beside) or the
+    ILQL code base's ``data/vis_dialogue`` (v0.5 files). The ``image_features`` HDF5 file is
+    one of the v1.0 starter code (needs ``h5py``). At token level, ``tokenizer=None`` trains a
+    BPE on the source's dialogues (cached).
 
     Offline by default (``source="synthetic"``, also ``VisDialEnv.offline_kwargs``). Bad
     arguments raise ``ConfigurationError`` naming the argument; an unreachable server raises
@@ -229,7 +237,8 @@ class VisDialEnv(TextEnv):
         )
         if isinstance(source, str) and source == "hub":
             raise ConfigurationError(
-                "source='hub' is not available for VisDial: no VisDial dataset on the Hugging Face hub could be verified; "
+                "source='hub' is not available for VisDial: "
+                "no VisDial dataset on the Hugging Face hub could be verified; "
                 "use source='synthetic' or source='local' with data_dir=<the VisDial v1.0 json>"
             )
         self.source = check_choice("source", source, SOURCES)

@@ -34,7 +34,8 @@ def load_image_features(
         with h5py.File(path, "r") as handle:
             if "image_id" not in handle or "features" not in handle:
                 raise DataUnavailableError(
-                    f"{path} must hold the datasets 'image_id' and 'features' (VisDial v1.0 starter layout), found {sorted(handle)}"
+                    f"{path} must hold the datasets 'image_id' and 'features' (VisDial v1.0 starter layout), "
+                    f"found {sorted(handle)}"
                 )
             ids = np.asarray(handle["image_id"][:], dtype=np.int64)
             rows = {int(image_id): row for row, image_id in enumerate(ids)}

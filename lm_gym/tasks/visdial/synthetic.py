@@ -302,7 +302,10 @@ def _change(rng, scene: Scene, kind: str, index: int) -> Scene:
 
 
 def _changed_background(rng, scene: Scene) -> tuple[SceneObject, ...]:
-    """The objects of ``scene`` with a background group added, or one's category swapped (same colour, count, position)."""
+    """The objects of ``scene`` with a background group added, or one's category swapped.
+
+    A swapped group keeps its colour, count and position.
+    """
     present = {group.category for group in scene.objects}
     category = rng.choice([c for c in SETTINGS[scene.setting].categories if c not in present])
     background = [i for i, group in enumerate(scene.objects) if not group.main]
@@ -502,7 +505,10 @@ def normalize_answer(answer: str) -> str:
 
 
 class SceneAnswerer:
-    """The :class:`~lm_gym.tasks.visdial.world.Answerer` of synthetic scenes: :func:`answer_question` on ``image.content``."""
+    """The :class:`~lm_gym.tasks.visdial.world.Answerer` of synthetic scenes.
+
+    It runs :func:`answer_question` on ``image.content``.
+    """
 
     def answer(self, image: HiddenImage, dialogue: Dialogue, question: str) -> str:
         return answer_question(image.content, question)

@@ -71,18 +71,25 @@ class WordleEnv(TextEnv):
     ## Arguments
     | argument | default | meaning |
     |---|---|---|
-    | ``answers_file`` | ``None`` | answer list, one word per line (lines that are not five letters a-z are dropped with a warning, as ILQL's loader does); ``None``: the offline default vocabulary (``lm_gym.tasks.wordle.vocabulary``) |
-    | ``guesses_file`` | ``None`` | allowed guesses, one per line (answers are always allowed); needs ``answers_file``; ``None`` with ``answers_file``: the answers |
+    | ``answers_file`` | ``None`` | answer list, one word per line (below); ``None``: the offline default vocabulary |
+    | ``guesses_file`` | ``None`` | allowed guesses, one per line (answers are always allowed); needs ``answers_file`` |
     | ``vocabulary`` | ``None`` | a ``WordleVocabulary`` object, instead of the files |
-    | ``num_answers`` | ``None`` | use a seeded random sample of this many answers. ILQL's 200/400/800-word variants were fixed lists: these are samples of the same sizes, not those lists (pass the paper's files as ``answers_file``) |
+    | ``num_answers`` | ``None`` | use a seeded random sample of this many answers (see below) |
     | ``subset_seed`` | ``0`` | seed of that sample |
     | ``mode`` | ``"filtering"`` | ``"filtering"`` or ``"hidden_word"`` (see Description) |
     | ``unknown_word_penalty`` | ``None`` | penalty for words outside the guess list; ``None`` plays them |
     | ``max_guesses`` | ``6`` | guesses per game |
     | ``action_level`` | ``"utterance"`` | ``"token"`` applies ``TokenLevel`` (via ``gymnasium.make``) |
     | ``tokenizer`` | ``None`` | token level: a tokenizer, name or path; ``None`` trains a BPE on Wordle boards |
-    | ``max_prompt_length``, ``max_new_tokens`` | ``128``, ``8`` | token level: board tokens kept (the last ones), tokens per guess |
+    | ``max_prompt_length`` | ``128`` | token level: board tokens kept (the last ones) |
+    | ``max_new_tokens`` | ``8`` | token level: tokens per guess |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns the board |
+
+    ``answers_file`` lines that are not five letters a-z are dropped with a warning, as ILQL's
+    loader does; the offline default vocabulary is ``lm_gym.tasks.wordle.vocabulary``.
+    ``guesses_file=None`` with ``answers_file`` allows the answers as guesses. ILQL's
+    200/400/800-word variants were fixed lists: the ``num_answers`` samples have the same
+    sizes, but are not those lists (pass the paper's files as ``answers_file``).
 
     ## Vectorized environment
     ``gymnasium.make_vec("lm_gym/Wordle-v0", num_envs=N, vectorization_mode="vector_entry_point")``:
@@ -122,7 +129,8 @@ class WordleEnv(TextEnv):
         if vocabulary is not None:
             if not isinstance(vocabulary, WordleVocabulary):
                 raise ConfigurationError(
-                    f"vocabulary must be a WordleVocabulary or None, got {type(vocabulary).__name__}: {safe_repr(vocabulary)}"
+                    "vocabulary must be a WordleVocabulary or None, "
+                    f"got {type(vocabulary).__name__}: {safe_repr(vocabulary)}"
                 )
             if answers_file is not None or guesses_file is not None:
                 raise ConfigurationError("pass either vocabulary or answers_file/guesses_file, not both")
@@ -143,7 +151,8 @@ class WordleEnv(TextEnv):
         answer = options.get("answer")
         if answer is not None and (self.mode != "hidden_word" or not isinstance(answer, str) or answer not in answers):
             raise ConfigurationError(
-                f"options['answer'] must be a word of the answer list in mode='hidden_word'; got {safe_repr(answer)} in mode={self.mode!r}"
+                "options['answer'] must be a word of the answer list in mode='hidden_word'; "
+                f"got {safe_repr(answer)} in mode={self.mode!r}"
             )
         if self.mode == "hidden_word":
             self._answer_index = answers.index(answer) if answer else int(self.np_random.integers(len(answers)))

@@ -8,7 +8,8 @@ from lm_gym.metrics.modules import metric_info
 _CITATION = """\
 @article{chen2015microsoft,
     title = {Microsoft {COCO} Captions: Data Collection and Evaluation Server},
-    author = {Chen, Xinlei and Fang, Hao and Lin, Tsung-Yi and Vedantam, Ramakrishna and Gupta, Saurabh and Doll{\\'a}r, Piotr and Zitnick, C. Lawrence},
+    author = {Chen, Xinlei and Fang, Hao and Lin, Tsung-Yi and Vedantam, Ramakrishna and Gupta, Saurabh
+              and Doll{\\'a}r, Piotr and Zitnick, C. Lawrence},
     journal = {arXiv preprint arXiv:1504.00325},
     year = {2015},
 }

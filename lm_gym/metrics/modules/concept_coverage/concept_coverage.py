@@ -8,7 +8,8 @@ from lm_gym.metrics.modules import metric_info
 _CITATION = """\
 @inproceedings{lin-etal-2020-commongen,
     title = "{C}ommon{G}en: A Constrained Text Generation Challenge for Generative Commonsense Reasoning",
-    author = "Lin, Bill Yuchen and Zhou, Wangchunshu and Shen, Ming and Zhou, Pei and Bhagavatula, Chandra and Choi, Yejin and Ren, Xiang",
+    author = "Lin, Bill Yuchen and Zhou, Wangchunshu and Shen, Ming and Zhou, Pei and Bhagavatula, Chandra
+              and Choi, Yejin and Ren, Xiang",
     booktitle = "Findings of the Association for Computational Linguistics: EMNLP 2020",
     year = "2020",
     pages = "1823--1840",

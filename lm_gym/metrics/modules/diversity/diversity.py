@@ -9,7 +9,8 @@ _CITATION = """\
 @inproceedings{li-etal-2016-diversity,
     title = "A Diversity-Promoting Objective Function for Neural Conversation Models",
     author = "Li, Jiwei and Galley, Michel and Brockett, Chris and Gao, Jianfeng and Dolan, Bill",
-    booktitle = "Proceedings of the 2016 Conference of the North {A}merican Chapter of the Association for Computational Linguistics: Human Language Technologies",
+    booktitle = "Proceedings of the 2016 Conference of the North {A}merican Chapter of the Association
+                 for Computational Linguistics: Human Language Technologies",
     year = "2016",
     pages = "110--119",
 }

@@ -9,7 +9,8 @@ _CITATION = """\
 @inproceedings{banerjee-lavie-2005-meteor,
     title = "{METEOR}: An Automatic Metric for {MT} Evaluation with Improved Correlation with Human Judgments",
     author = "Banerjee, Satanjeev and Lavie, Alon",
-    booktitle = "Proceedings of the {ACL} Workshop on Intrinsic and Extrinsic Evaluation Measures for Machine Translation and/or Summarization",
+    booktitle = "Proceedings of the {ACL} Workshop on Intrinsic and Extrinsic Evaluation Measures
+                 for Machine Translation and/or Summarization",
     year = "2005",
     pages = "65--72",
 }
