@@ -177,7 +177,8 @@ def main() -> None:
     for name, row in summary.items():
         rollout = f"{row['rollout_tokens_per_s']:.0f}" if row["rollout_tokens_per_s"] else "-"
         print(
-            f"{name:<24}{row['iteration_s']:>12.2f}{row['episodes_per_s']:>12.1f}{row['tokens_per_s']:>10.0f}{rollout:>15}{row['peak_rss_mb']:>13.0f}"
+            f"{name:<24}{row['iteration_s']:>12.2f}{row['episodes_per_s']:>12.1f}{row['tokens_per_s']:>10.0f}"
+            f"{rollout:>15}{row['peak_rss_mb']:>13.0f}"
         )
     ratios = {}
     for ours, theirs in [("lm-gym-ppo", "trl-ppo")] + [
