@@ -58,7 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gpus",
-        help="GPU ids for local (and local Ray) jobs, e.g. 0,1; 'none': CPU only; default: CUDA_VISIBLE_DEVICES or all GPUs nvidia-smi lists",
+        help=(
+            "GPU ids for local (and local Ray) jobs, e.g. 0,1; 'none': CPU only; "
+            "default: CUDA_VISIBLE_DEVICES or all GPUs nvidia-smi lists"
+        ),
     )
     parser.add_argument("--jobs-per-gpu", type=int, default=1, help="jobs sharing one GPU at a time (default: 1)")
     parser.add_argument(
@@ -78,12 +81,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--report",
         action="store_true",
-        help="then write the report of every finished job (<out>/<suite>/report.md, as python -m benchmark report), even when some failed",
+        help=(
+            "then write the report of every finished job (<out>/<suite>/report.md, as python -m benchmark report), "
+            "even when some failed"
+        ),
     )
     parser.add_argument(
         "--board",
         action="store_true",
-        help="then compile the leaderboard of every finished job (<out>/<suite>/board/index.html, as python -m leaderboard compile), even when some failed",
+        help=(
+            "then compile the leaderboard of every finished job (<out>/<suite>/board/index.html, "
+            "as python -m leaderboard compile), even when some failed"
+        ),
     )
     parser.add_argument(
         "--track", action="store_true", help="log every baseline job to Weights & Biases, grouped per suite run"
@@ -99,7 +108,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gpus-per-job",
         type=float,
-        help="Ray/Slurm: GPUs each job requests (Ray default: 1/jobs-per-gpu if there are GPUs, else 0; Slurm default 0)",
+        help=(
+            "Ray/Slurm: GPUs each job requests (Ray default: 1/jobs-per-gpu if there are GPUs, else 0; Slurm default 0)"
+        ),
     )
     parser.add_argument("--slurm-partition", help="Slurm partition")
     parser.add_argument(

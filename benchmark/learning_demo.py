@@ -10,7 +10,8 @@ policy on the same validation episodes with the same random numbers), so the tab
 the reward gain, with the final KL to the reference. Runs the baselines as processes, as the harness does.
 
     python benchmark/learning_demo.py --task imdb --seeds 1 2 3 --algos ppo nlpo --minutes 15
-    python benchmark/learning_demo.py --task wordle --env-kwargs '{"num_answers": 100}' --sft-epochs 10 --seeds 1 --algos ppo --minutes 8
+    python benchmark/learning_demo.py --task wordle --env-kwargs '{"num_answers": 100}' --sft-epochs 10 \\
+        --seeds 1 --algos ppo --minutes 8
     python benchmark/learning_demo.py --task commongen --seeds 1 2 --algos ppo --sft-epochs 3 --minutes 7
 """
 
@@ -113,7 +114,8 @@ def main() -> None:
             gains[algo].append((start, end, result["curves"][-1]["kl"], result["wall_time_s"] / 60))
             print(
                 f"{algo} seed {seed}: validation reward {start:.3f} -> {end:.3f} (+{end - start:.3f}), "
-                f"KL {result['curves'][-1]['kl']:.2f}, {len(result['curves'])} iterations, {result['wall_time_s'] / 60:.1f} min"
+                f"KL {result['curves'][-1]['kl']:.2f}, {len(result['curves'])} iterations, "
+                f"{result['wall_time_s'] / 60:.1f} min"
             )
 
     print(
@@ -124,7 +126,8 @@ def main() -> None:
         gain = end - start
         cells = [f"{x.mean():.3f} +- {x.std():.3f}" for x in (start, end, gain)]
         print(
-            f"{algo:<6}{cells[0]:>16}{cells[1]:>16}{cells[2]:>16}{kl.mean():>12.2f}{minutes.mean():>9.1f}  {bool((gain > 0).all())}"
+            f"{algo:<6}{cells[0]:>16}{cells[1]:>16}{cells[2]:>16}"
+            f"{kl.mean():>12.2f}{minutes.mean():>9.1f}  {bool((gain > 0).all())}"
         )
 
 

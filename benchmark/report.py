@@ -29,8 +29,8 @@ there is nothing to resample: the interval is the point itself.
 
 **Writes** Markdown to stdout and ``<out>/report.md`` (one table per task: a row per
 algorithm with the number of seeds, ``mean_return`` as ``mean [low, high]``, the task's other
-episode metrics (``mean_<name>``; ``--metrics`` picks others, e.g. ``corpus_bleu``), the initial ``mean_return`` and the wall time), and
-``<out>/report.json`` (``--out`` defaults to ``RUNS_DIR``)::
+episode metrics (``mean_<name>``; ``--metrics`` picks others, e.g. ``corpus_bleu``), the initial
+``mean_return`` and the wall time), and ``<out>/report.json`` (``--out`` defaults to ``RUNS_DIR``)::
 
     {"runs_dir": str, "confidence": float, "reps": int, "seed": int,
      "skipped": [{"path": str, "reason": str}, ...],     # paths relative to runs_dir
@@ -235,7 +235,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--metrics",
         nargs="+",
         metavar="NAME",
-        help="final metrics shown after mean_return (default: the episode metrics, mean_<name>; corpus_<name> metrics by name; the JSON holds all)",
+        help=(
+            "final metrics shown after mean_return (default: the episode metrics, mean_<name>; "
+            "corpus_<name> metrics by name; the JSON holds all)"
+        ),
     )
     parser.add_argument("--reps", type=stats.parse_reps, default=2000, help="bootstrap resamples (default: 2000)")
     parser.add_argument(

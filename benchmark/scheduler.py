@@ -142,8 +142,9 @@ class Scheduler:
                     changed.append(job.key)
         if changed:
             self.console.print(
-                f"[yellow]{len(changed)} finished jobs ran with other flags than the suite's now ({', '.join(changed[:5])}"
-                f"{', ...' if len(changed) > 5 else ''}); their results are kept. Remove a job's folder to run it again.[/]"
+                f"[yellow]{len(changed)} finished jobs ran with other flags than the suite's now "
+                f"({', '.join(changed[:5])}{', ...' if len(changed) > 5 else ''}); their results are kept. "
+                "Remove a job's folder to run it again.[/]"
             )
 
     def _submit_ready(self) -> None:
@@ -314,7 +315,8 @@ class Scheduler:
         done = f"{counts['done']} done ({reused} reused from an earlier run)" if reused else f"{counts['done']} done"
         self.console.print(
             f"\n[bold]{len(self.states)} jobs[/]: {done}, {counts['failed']} failed, {counts['skipped']} skipped, "
-            f"{counts['interrupted']} interrupted; {datetime.timedelta(seconds=round(wall))} wall time. Status: {self.out_root / STATUS_FILE}"
+            f"{counts['interrupted']} interrupted; {datetime.timedelta(seconds=round(wall))} wall time. "
+            f"Status: {self.out_root / STATUS_FILE}"
         )
         for state in self.states.values():
             if state.state in ("failed", "skipped", "interrupted") and state.attempts:

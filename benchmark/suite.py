@@ -223,7 +223,8 @@ def expand_jobs(
                 data_name = name.removeprefix("data.")
                 if data_name not in task.get("data", {}):
                     raise SuiteError(
-                        f"{suite.path}: {key} refers to {{{name}}}, but task {task_name!r} has no [tasks.{task_name}.data.{data_name}]"
+                        f"{suite.path}: {key} refers to {{{name}}}, "
+                        f"but task {task_name!r} has no [tasks.{task_name}.data.{data_name}]"
                     )
                 needed = add(task_name, data_name, None, trail + (key,))
             elif name in suite.algorithms:
@@ -234,7 +235,8 @@ def expand_jobs(
                 needed = add(task_name, name, seed, trail + (key,))
             else:
                 raise SuiteError(
-                    f"{suite.path}: {key}: unknown placeholder {{{name}}} (expected out, seed, data.<name> or an algorithm label)"
+                    f"{suite.path}: {key}: unknown placeholder {{{name}}} "
+                    "(expected out, seed, data.<name> or an algorithm label)"
                 )
             needs.append(needed)
             return str(jobs[needed].out_dir)

@@ -124,7 +124,8 @@ def main() -> None:
     mean = {name: statistics.fmean(values) for name, values in {**env, **policy}.items()}
     median = {name: statistics.median(values) for name, values in {**env, **policy}.items()}
     print(
-        f"N={args.num_envs} copies, {workload.PROMPT_TOKENS}-token prompts, {workload.NEW_TOKENS} new tokens, torch threads={args.threads}"
+        f"N={args.num_envs} copies, {workload.PROMPT_TOKENS}-token prompts, {workload.NEW_TOKENS} new tokens, "
+        f"torch threads={args.threads}"
     )
     print(f"{'':44s} {'mean':>10s} {'median':>10s}")
     rows = [

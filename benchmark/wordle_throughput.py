@@ -64,7 +64,8 @@ def main() -> None:
     for name, policy, games in rows:
         steps_per_s, games_per_s, moves_per_s = play(env, policy, games)
         print(
-            f"{name:<24}{steps_per_s:>14,.0f}{games_per_s:>12,.1f}{moves_per_s:>16,.1f}{steps_per_s / ILQL_STEPS_PER_S:>12,.0f}x"
+            f"{name:<24}{steps_per_s:>14,.0f}{games_per_s:>12,.1f}{moves_per_s:>16,.1f}"
+            f"{steps_per_s / ILQL_STEPS_PER_S:>12,.0f}x"
         )
     info_gain = InfoGainPolicy(vocabulary)
     start = time.perf_counter()

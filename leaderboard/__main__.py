@@ -18,7 +18,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="python -m leaderboard",
-        description="The lm-gym leaderboard: entries and the board (python -m leaderboard COMMAND --help: a command's arguments).",
+        description=(
+            "The lm-gym leaderboard: entries and the board "
+            "(python -m leaderboard COMMAND --help: a command's arguments)."
+        ),
     )
     commands = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 

@@ -102,13 +102,13 @@ def compile_board(
         "board": {"name": board_name, "description": boards()[board_name].description},
         "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "statistics": (
-            f"Scores: each metric normalised by the task's reference points (0: uniformly random tokens, 1: the references "
-            f"or the scripted expert), averaged per run; over runs and tasks the mean and the interquartile mean (IQM) with "
-            f"95% stratified bootstrap confidence intervals (rliable, {reps} resamples). Raw metrics: mean over seeds with a "
-            f"95% bootstrap interval. With fewer than {MIN_RUNS} seeds a number is the point estimate alone, marked n=1 "
-            f"(or n=2). Entries without every task, each with the same seeds, have no overall score. "
-            f"Probability of improvement: P(a run of the row's entry scores above one of the column's on a task), "
-            f"averaged over tasks, ties half (rliable, {poi_reps} resamples)."
+            f"Scores: each metric normalised by the task's reference points (0: uniformly random tokens, 1: the "
+            f"references or the scripted expert), averaged per run; over runs and tasks the mean and the interquartile "
+            f"mean (IQM) with 95% stratified bootstrap confidence intervals (rliable, {reps} resamples). Raw metrics: "
+            f"mean over seeds with a 95% bootstrap interval. With fewer than {MIN_RUNS} seeds a number is the point "
+            f"estimate alone, marked n=1 (or n=2). Entries without every task, each with the same seeds, have no "
+            f"overall score. Probability of improvement: P(a run of the row's entry scores above one of the column's "
+            f"on a task), averaged over tasks, ties half (rliable, {poi_reps} resamples)."
         ),
         "tasks": tasks,
         # short names for the page (a board holds one version of a task): lm_gym/IMDB-v0 is IMDB
@@ -299,7 +299,8 @@ def run(args: argparse.Namespace) -> int:
             folder = out / name if len(names) > 1 else out
             data = compile_board(entries, folder, board=name, reps=args.reps, poi_reps=args.poi_reps, seed=args.seed)
             print(
-                f"{len(data['entries'])} entries on board {data['board']['name']}: open {folder.resolve() / 'index.html'}"
+                f"{len(data['entries'])} entries on board {data['board']['name']}: "
+                f"open {folder.resolve() / 'index.html'}"
             )
     except (CompileError, EntryError, SubmitError, scoring.ScoringError) as error:
         print(f"error: {error}", file=sys.stderr)

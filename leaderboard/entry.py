@@ -410,8 +410,9 @@ def _board_problems(entry: dict[str, Any]) -> list[str]:
 def _size_problems(tasks: dict[str, Any], env_ids: list[str], board: Board) -> list[str]:
     """Final evaluations of the board's size: corpus metrics such as distinct-2 depend on it."""
     return [
-        f"{_field_path(('tasks', env_id, 'runs', index, 'final_eval', 'num_episodes'))}: {run['final_eval']['num_episodes']},"
-        f" but board {board.name} scores final evaluations of {board.eval_episodes} episodes"
+        f"{_field_path(('tasks', env_id, 'runs', index, 'final_eval', 'num_episodes'))}: "
+        f"{run['final_eval']['num_episodes']}, "
+        f"but board {board.name} scores final evaluations of {board.eval_episodes} episodes"
         for env_id in env_ids
         for index, run in enumerate(tasks[env_id]["runs"])
         if run["final_eval"].get("num_episodes") != board.eval_episodes
@@ -431,8 +432,8 @@ def _seed_problems(tasks: dict[str, Any], env_ids: list[str]) -> list[str]:
     if seeds_of_task:
         first, *others = seeds_of_task
         problems += [
-            f"{_field_path(('tasks', env_id))}: seeds {seeds_of_task[env_id]} differ from {first}'s {seeds_of_task[first]}"
-            " (every task needs the same seeds)"
+            f"{_field_path(('tasks', env_id))}: seeds {seeds_of_task[env_id]} "
+            f"differ from {first}'s {seeds_of_task[first]} (every task needs the same seeds)"
             for env_id in others
             if seeds_of_task[env_id] != seeds_of_task[first]
         ]

@@ -7,7 +7,8 @@ naturalness metrics) of every task of a board, and writes them with their proven
 
 Command line::
 
-    python -m leaderboard.reference_points --board smoke offline-text offline-games [--out leaderboard/reference_points.json]
+    python -m leaderboard.reference_points --board smoke offline-text offline-games \\
+        [--out leaderboard/reference_points.json]
 
 ``--board grue`` measures the hub board's points (it needs the hub, and ILQL's Reddit
 comments in ``data/reddit``). The file keeps the other boards' points and replaces these.

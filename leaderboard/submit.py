@@ -142,7 +142,10 @@ def add_submit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--board",
         choices=sorted(boards()),
-        help="the board (default: the board of the suite a folder on the runs' paths is named after that has the runs' tasks)",
+        help=(
+            "the board (default: the board of the suite a folder on the runs' paths is named after "
+            "that has the runs' tasks)"
+        ),
     )
     parser.add_argument("--method", help="the method's name (default: the algorithm)")
     parser.add_argument("--model", help="the policy (default: from the runs' configs)")
@@ -218,7 +221,8 @@ def _board_from_paths(runs: list[Run]) -> str:
     named = [board for board in boards().values() if board.name in parts or board.suite in parts]
     if not named:
         raise SubmitError(
-            f"cannot tell the board from the folders (none is named after a suite or board: {', '.join(sorted(boards()))}): pass --board"
+            "cannot tell the board from the folders "
+            f"(none is named after a suite or board: {', '.join(sorted(boards()))}): pass --board"
         )
     tasks = {result["env_id"] for _, result in runs}
     found = [board.name for board in named if tasks <= set(board.tasks)]
@@ -226,7 +230,8 @@ def _board_from_paths(runs: list[Run]) -> str:
         return found[0]
     if not found:
         raise SubmitError(
-            f"no board among {', '.join(board.name for board in named)} has every task of the runs ({', '.join(sorted(tasks))}): pass --board"
+            f"no board among {', '.join(board.name for board in named)} has every task of the runs "
+            f"({', '.join(sorted(tasks))}): pass --board"
         )
     raise SubmitError(f"the runs fit several boards ({', '.join(found)}): pass --board")
 
@@ -292,9 +297,9 @@ def _check_evaluations(by_task: dict[str, list[Run]], board: Board) -> None:
                 raise SubmitError(f"{path}: final_eval lacks {', '.join(missing)}, which the board scores {env_id} on")
             if result["final_eval"]["num_episodes"] != board.eval_episodes:
                 raise SubmitError(
-                    f"{path}: the final evaluation played {result['final_eval']['num_episodes']} episodes; board {board.name}"
-                    f" scores evaluations of {board.eval_episodes} (--eval-episodes {board.eval_episodes}), since corpus"
-                    " metrics such as distinct-2 depend on it"
+                    f"{path}: the final evaluation played {result['final_eval']['num_episodes']} episodes; "
+                    f"board {board.name} scores evaluations of {board.eval_episodes} "
+                    f"(--eval-episodes {board.eval_episodes}), since corpus metrics such as distinct-2 depend on it"
                 )
 
 

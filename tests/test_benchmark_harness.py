@@ -143,7 +143,9 @@ def test_flags_render_as_the_baselines_parse_them():
             "unknown placeholder \\{nope\\}",
         ),
         (
-            "[algorithms.p]\nscript = 'FAKE'\nargs = { x = '{q}' }\n[algorithms.q]\nscript = 'FAKE'\nargs = { x = '{p}' }\n[tasks.a]\nenv_id = 'x'\nalgorithms = ['p', 'q']",
+            "[algorithms.p]\nscript = 'FAKE'\nargs = { x = '{q}' }\n"
+            "[algorithms.q]\nscript = 'FAKE'\nargs = { x = '{p}' }\n"
+            "[tasks.a]\nenv_id = 'x'\nalgorithms = ['p', 'q']",
             "cycle",
         ),
         ("[tasks.a]\nenv_id = 'x'\n[tasks.a.data.d]\nargs = {}", "exactly one of module"),
@@ -359,15 +361,19 @@ algorithms = ["rl"]
     ("log", "cause"),
     [
         (
-            "=== a, attempt 1\n$ python x.py\nTraceback (most recent call last):\n  File 'x.py'\nKeyError: 'env'\n=== exit code 1\n",
+            "=== a, attempt 1\n$ python x.py\n"
+            "Traceback (most recent call last):\n  File 'x.py'\nKeyError: 'env'\n=== exit code 1\n",
             "KeyError: 'env'",
         ),
         (
-            "=== a, attempt 1\n$ x\nold\n=== exit code 1\n=== a, attempt 2\n$ x\nusage: x [-h]\nx: error: unrecognized arguments: --lr\n=== exit code 2\n",
+            "=== a, attempt 1\n$ x\nold\n=== exit code 1\n"
+            "=== a, attempt 2\n$ x\nusage: x [-h]\nx: error: unrecognized arguments: --lr\n=== exit code 2\n",
             "x: error: unrecognized arguments: --lr",
         ),
         (
-            "=== a, attempt 1\n$ x\nValueError: inner\n\nDuring handling of the above exception, another exception occurred:\n\nbenchmark.x.SuiteError: outer\n",
+            "=== a, attempt 1\n$ x\nValueError: inner\n\n"
+            "During handling of the above exception, another exception occurred:\n\n"
+            "benchmark.x.SuiteError: outer\n",
             "benchmark.x.SuiteError: outer",
         ),
         ("=== a, attempt 1\n$ x\n=== exit code 137\n", ""),

@@ -1,4 +1,5 @@
-"""COCO caption evaluation (lm_gym.metrics.coco): the Python PTB tokenizer, both pipelines, their agreement, CommonGen's human scores."""
+"""COCO caption evaluation (lm_gym.metrics.coco): the Python PTB tokenizer, both pipelines, their agreement,
+CommonGen's human scores."""
 
 import json
 import tempfile
@@ -82,7 +83,8 @@ def test_python_tokenizer_gives_the_scored_text(text, scored):
 
 
 def test_python_tokens_keep_what_coco_removes():
-    """The tokens before COCO's punctuation removal, as the jar makes them: brackets lower-cased, quotes in LaTeX style."""
+    """The tokens before COCO's punctuation removal, as the jar makes them: brackets lower-cased, quotes in LaTeX
+    style."""
     assert ptb_tokens('He said "no (never)."') == ["he", "said", "``", "no", "-lrb-", "never", "-rrb-", ".", "''"]
     assert ptb_tokens("Don't go... It's 5 p.m.!") == ["do", "n't", "go", "...", "it", "'s", "5", "p.m.", "!"]
 

@@ -29,7 +29,7 @@ def test_wordle_token_level_hands_over_at_the_character_limit():
     long_token = longest_token(token_env.tokenizer)  # " elsewhere": 10 characters
     assert len(token_env.tokenizer.decode([long_token])) * token_env.max_new_tokens > 64
     env.reset(seed=0)
-    for step in range(token_env.max_new_tokens):
+    for _step in range(token_env.max_new_tokens):
         _, reward, terminated, _, info = env.step(long_token)
         if "num_tokens" in info:
             break
@@ -44,11 +44,11 @@ def test_imdb_with_many_new_tokens_hands_over_at_2048_characters():
     env = gymnasium.make("lm_gym/IMDB-v0", source="synthetic", action_level="token", max_new_tokens=2000)
     long_token = longest_token(env.unwrapped.tokenizer)
     env.reset(seed=0)
-    for step in range(2000):
+    for _step in range(2000):
         _, reward, terminated, _, info = env.step(long_token)
         if terminated:
             break
-    assert len(info["utterance"]) == 2048 and info["num_tokens"] == step + 1 < 2000
+    assert len(info["utterance"]) == 2048 and info["num_tokens"] == _step + 1 < 2000
 
 
 def test_registered_token_env_is_token_level_all_the_way_down():

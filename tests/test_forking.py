@@ -1,4 +1,5 @@
-"""torch still works in a process forked after the parent ran a parallel torch op (libgomp's pool does not survive fork)."""
+"""torch still works in a process forked after the parent ran a parallel torch op (libgomp's pool does not survive
+fork)."""
 
 import os
 import signal

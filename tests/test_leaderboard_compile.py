@@ -319,7 +319,8 @@ def test_the_page_in_a_headless_browser(board, tmp_path):
         assert driver.execute_script("return typeof window.__pwned") == "undefined"
         assert (
             driver.execute_script(
-                "return document.querySelectorAll('#board img, #board script, #improvement img, #improvement script, #entries script, #entries img').length"
+                "return document.querySelectorAll('#board img, #board script, #improvement img, "
+                "#improvement script, #entries script, #entries img').length"
             )
             == 0
         )

@@ -538,7 +538,8 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
     (
         "an evaluation of another size",
         changed(("tasks", COMMONGEN, "runs", 1, "final_eval", "num_episodes"), 64),
-        'tasks["lm_gym/CommonGen-v0"].runs[1].final_eval.num_episodes: 64, but board offline-text scores final evaluations of 128 episodes',
+        'tasks["lm_gym/CommonGen-v0"].runs[1].final_eval.num_episodes: 64, '
+        "but board offline-text scores final evaluations of 128 episodes",
     ),
     # JSON tricks
     (
@@ -732,8 +733,8 @@ def test_submit_refuses_evaluations_of_another_size_than_the_boards(tmp_path, ca
     edit_result(run, lambda result: result["final_eval"].update(num_episodes=64))
     message = submit_error(capsys, [root])
     assert (
-        f"{run}: the final evaluation played 64 episodes; board offline-text scores evaluations of 128 (--eval-episodes 128)"
-        in message
+        f"{run}: the final evaluation played 64 episodes; "
+        "board offline-text scores evaluations of 128 (--eval-episodes 128)" in message
     )
 
 

@@ -111,7 +111,8 @@ def test_bad_arguments_are_named(sft, tmp_path, overrides, message):
 
 
 def test_perplexity_model_adds_the_same_perplexities_to_every_algorithm(sft, tmp_path):
-    """``--perplexity-model``: one fixed LM (here an SFT checkpoint) scores generations and references in SFT and PPO."""
+    """``--perplexity-model``: one fixed LM (here an SFT checkpoint) scores generations and references in SFT and
+    PPO."""
     first = run(sft, tmp_path / "lm", eval_episodes=0)
     checkpoint = str(tmp_path / "lm" / first["checkpoint"])
     saved = run(sft, tmp_path / "sft", perplexity_model=checkpoint)

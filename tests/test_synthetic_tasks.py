@@ -88,7 +88,8 @@ def test_deterministic_across_processes():
         "    spec.loader.exec_module(module)\n"
         "    return module\n"
         "a, b, c = (load(f'synthetic{i}', path) for i, path in enumerate(sys.argv[1:]))\n"
-        "data = [a.generate_concept_sets('test', 20), b.generate_articles('test', 20), c.generate_dialogues('test', 20)]\n"
+        "data = [a.generate_concept_sets('test', 20), b.generate_articles('test', 20), "
+        "c.generate_dialogues('test', 20)]\n"
         "print(hashlib.sha256(json.dumps(data).encode()).hexdigest())\n"
     )
     paths = [module.__file__ for module in (commongen, cnn_dailymail, dailydialog)]

@@ -1,4 +1,5 @@
-"""VisDial-v0: rewards, the synthetic world, the VisDial release, pluggable and HTTP worlds (the checkers run in tests/contract)."""
+"""VisDial-v0: rewards, the synthetic world, the VisDial release, pluggable and HTTP worlds (the checkers run in
+tests/contract)."""
 
 import json
 import threading

@@ -43,7 +43,8 @@ def test_info_gain_solves_the_official_game(official):
     returns, guesses = play_games(env, InfoGainPolicy(official), 200)
     solved = returns > -6
     print(
-        f"info-gain: solved {solved.mean():.3f}, mean guesses {guesses[solved].mean():.3f}, mean return {returns.mean():.3f}"
+        f"info-gain: solved {solved.mean():.3f}, mean guesses {guesses[solved].mean():.3f}, "
+        f"mean return {returns.mean():.3f}"
     )
     assert solved.mean() >= 0.98
     mixture_returns, _ = play_games(env, RandomMixturePolicy(official, prob_smart=0.5, seed=0), 200)

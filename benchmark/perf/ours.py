@@ -20,10 +20,13 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parents[1] / "baselines")]
+# this folder, then baselines/, head sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "baselines"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import workload
+
+HERE = Path(__file__).resolve().parent
 
 
 def baseline_args(

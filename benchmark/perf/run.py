@@ -22,11 +22,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import trl_envs
 import workload
+
+HERE = Path(__file__).resolve().parent
 
 #: TRL release of each trainer: PPOTrainer's last release, and the current one.
 TRL_VERSIONS = {"ppo": "1.12.0", "grpo": "1.16.0", "rloo": "1.16.0"}
@@ -158,22 +159,26 @@ def main() -> None:
         for name, command in table.items():
             runs[name].append(run_contender(name, command, args.threads))
             print(
-                f"round {round_index + 1}/{args.rounds} {name}: median {statistics.median(runs[name][-1]['iteration_seconds']):.2f} s/iteration",
+                f"round {round_index + 1}/{args.rounds} {name}: "
+                f"median {statistics.median(runs[name][-1]['iteration_seconds']):.2f} s/iteration",
                 file=sys.stderr,
             )
 
     summary = {name: summarize(rs) for name, rs in runs.items()}
     print(
-        f"\nstandard workload: {workload.SEQUENCES_PER_ITERATION} completions x {workload.NEW_TOKENS} tokens per iteration, "
+        f"\nstandard workload: {workload.SEQUENCES_PER_ITERATION} completions x {workload.NEW_TOKENS} tokens "
+        "per iteration, "
         f"{args.threads} threads, {args.rounds} rounds x {args.iterations} timed iterations"
     )
     print(
-        f"{'contender':<24}{'s/iteration':>12}{'episodes/s':>12}{'tokens/s':>10}{'rollout tok/s':>15}{'peak RSS MB':>13}"
+        f"{'contender':<24}{'s/iteration':>12}{'episodes/s':>12}{'tokens/s':>10}"
+        f"{'rollout tok/s':>15}{'peak RSS MB':>13}"
     )
     for name, row in summary.items():
         rollout = f"{row['rollout_tokens_per_s']:.0f}" if row["rollout_tokens_per_s"] else "-"
         print(
-            f"{name:<24}{row['iteration_s']:>12.2f}{row['episodes_per_s']:>12.1f}{row['tokens_per_s']:>10.0f}{rollout:>15}{row['peak_rss_mb']:>13.0f}"
+            f"{name:<24}{row['iteration_s']:>12.2f}{row['episodes_per_s']:>12.1f}{row['tokens_per_s']:>10.0f}"
+            f"{rollout:>15}{row['peak_rss_mb']:>13.0f}"
         )
     ratios = {}
     for ours, theirs in [("lm-gym-ppo", "trl-ppo")] + [

@@ -218,7 +218,9 @@ def run_ppo(args, workload, model_dir, tok, clock, out_dir):
         "mini_batch_size": config.local_mini_batch_size,
         "optim": getattr(config.optim, "value", str(config.optim)),
         "value_model": "separate",
-        "rollout_measures": "TRL batch_generation start .. reward scored (generate, log-probs, ref and value forwards, reward)",
+        "rollout_measures": (
+            "TRL batch_generation start .. reward scored (generate, log-probs, ref and value forwards, reward)"
+        ),
     }
 
 

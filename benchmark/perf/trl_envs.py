@@ -170,11 +170,15 @@ def _create(directory: Path, version: str) -> None:
         text = str(error)
         if "ResolutionImpossible" in text or "conflict" in text.lower():
             hint = (
-                f"trl=={version} needs a version of a package that differs from this interpreter's; the venv may add "
-                "packages but not replace the interpreter's (torch, transformers, ...), so install a matching version there."
+                f"trl=={version} needs a version of a package that differs from this interpreter's; "
+                "the venv may add packages but not replace the interpreter's (torch, transformers, ...), "
+                "so install a matching version there."
             )
         else:
-            hint = "pip needs PyPI (or a configured index / --find-links with the trl and accelerate wheels): check the network."
+            hint = (
+                "pip needs PyPI (or a configured index / --find-links with the trl and accelerate wheels): "
+                "check the network."
+            )
         raise TRLEnvError(f"{text}\n{hint}") from None
     finally:
         os.unlink(constraints)
@@ -185,7 +189,8 @@ def _create(directory: Path, version: str) -> None:
     check = (
         "import json, importlib.metadata as m, os; import trl, accelerate, torch, transformers, lm_gym; "
         "print(json.dumps({'trl': trl.__version__, 'accelerate': accelerate.__version__, 'torch': torch.__version__, "
-        "'transformers': transformers.__version__, 'files': {n: os.path.realpath(str(m.distribution(n).locate_file('')))"
+        "'transformers': transformers.__version__, "
+        "'files': {n: os.path.realpath(str(m.distribution(n).locate_file('')))"
         f" for n in {list(SHARED)!r}}}}}))"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}

@@ -93,7 +93,8 @@ def test_bad_reset_seeds_raise_typed_errors_and_change_nothing(env_id, level, ki
 @pytest.mark.parametrize("env_id, level, kind", cases())
 @given(bad_options=JUNK, known_key=st.booleans(), seed=st.integers(0, 10**6), at=st.integers(0, 5))
 def test_bad_reset_options_raise_typed_errors_or_reset(env_id, level, kind, bad_options, known_key, seed, at):
-    """Options that are not a dict, or hold unknown keys, are refused; a known key with any value resets or is refused."""
+    """Options that are not a dict, or hold unknown keys, are refused; a known key with any value resets or is
+    refused."""
     env = shared_env(env_id, level, kind)
     keys = task_class(env_id).reset_options
     if known_key and keys:
