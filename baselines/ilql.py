@@ -68,7 +68,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import gymnasium
-import numpy as np
 import torch
 import torch.nn.functional as F
 import tyro
@@ -77,12 +76,11 @@ from torch import nn
 from lm_toolkit.arguments import OfflineArgs, above, at_least, check_args, integer, optional, within
 from lm_toolkit.models import check_positions, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, adamw, batch_indices, optimizer_step, warmup_schedule
-from lm_toolkit.offline import Turns, encode_turns, trajectories_or_references
+from lm_toolkit.offline import encode_turns, trajectories_or_references, transition_batch
 from lm_toolkit.rollouts import TextPolicy, evaluator
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.sampling import Prefix
 from lm_toolkit.tasks import make_vector_env, task_lengths
-from lm_toolkit.tokens import supervised_batch
 
 HEADS_FILE = "ilql_heads.pt"
 
@@ -122,28 +120,6 @@ class Args(OfflineArgs):
     """turns per optimizer step"""
     log_every: int = 10
     """record the mean losses in the curves (and W&B) every N steps"""
-
-
-# ---- data: a batch of turns (lm_toolkit.offline encodes the trajectories' turns) ---------------
-
-
-def collate(turns: Turns, index: np.ndarray, pad_id: int, device) -> dict[str, Any]:
-    """A batch of turns: right-padded ``observation + utterance + EOS`` with the action tokens marked, and
-    the next observations (left-padded, as the toolkit's :class:`~lm_toolkit.sampling.Prefix` reads prompts)."""
-    batch = supervised_batch(
-        [turns.prompts[i] for i in index], [turns.actions[i] for i in index], pad_id, False, device
-    )
-    following = [turns.next_prompts[i] for i in index if turns.next_prompts[i] is not None]
-    return {
-        "input_ids": batch["input_ids"],
-        "attention_mask": batch["attention_mask"],
-        "action_mask": batch["labels"] != -100,
-        "rewards": torch.tensor(turns.rewards[index], device=device),
-        "dones": torch.tensor(turns.dones[index], device=device),
-        "has_next": torch.tensor([turns.next_prompts[i] is not None for i in index], device=device),
-        "next_prompts": following,
-        "pad_id": pad_id,
-    }
 
 
 # ---- model: the policy (trunk + LM head) and the ILQL heads ------------------------------------
@@ -398,7 +374,7 @@ def main(args: Args) -> dict[str, Any]:
     window = Stats()
     for step in run.steps(total_steps):
         step_start = time.time()
-        batch = collate(
+        batch = transition_batch(
             turns,
             batch_indices(args.seed, step, steps_per_epoch, args.batch_size, len(turns.rewards)),
             tokenizer.pad_token_id,

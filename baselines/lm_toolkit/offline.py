@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
 from lm_gym.offline import load_trajectories, reference_trajectories
 from lm_toolkit.tasks import Lengths
-from lm_toolkit.tokens import encode_prompts, encode_targets
+from lm_toolkit.tokens import encode_prompts, encode_targets, supervised_batch
 
 
 def load_offline_dataset(path: str, env_id: str, top_fraction: float = 1.0):
@@ -74,3 +75,22 @@ def encode_turns(dataset, tokenizer, lengths: Lengths) -> Turns:
         dones=np.asarray(dones, dtype=bool),
         next_prompts=[None if text is None else next(following) for text in next_observations],
     )
+
+
+def transition_batch(turns: Turns, index: np.ndarray, pad_id: int, device) -> dict[str, Any]:
+    """Turns ``index`` as a batch: right-padded ``observation + utterance + EOS`` with the action tokens
+    marked, rewards, ends, and the next observations' tokens (what per-token offline RL bootstraps from)."""
+    batch = supervised_batch(
+        [turns.prompts[i] for i in index], [turns.actions[i] for i in index], pad_id, False, device
+    )
+    following = [turns.next_prompts[i] for i in index if turns.next_prompts[i] is not None]
+    return {
+        "input_ids": batch["input_ids"],
+        "attention_mask": batch["attention_mask"],
+        "action_mask": batch["labels"] != -100,
+        "rewards": torch.tensor(turns.rewards[index], device=device),
+        "dones": torch.tensor(turns.dones[index], device=device),
+        "has_next": torch.tensor([turns.next_prompts[i] is not None for i in index], device=device),
+        "next_prompts": following,
+        "pad_id": pad_id,
+    }
