@@ -10,33 +10,33 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from lm_gym.cli import Command, command_parser
+
 
 def build_parser() -> argparse.ArgumentParser:
     """``python -m benchmark``'s parser: a subparser per command, its ``func`` the command's ``run``."""
     from benchmark import harness, report
 
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmark",
-        description="The benchmark harness and its report (python -m benchmark COMMAND --help: a command's arguments).",
+    return command_parser(
+        "python -m benchmark",
+        "The benchmark harness and its report (python -m benchmark COMMAND --help: a command's arguments).",
+        [
+            Command(
+                "run",
+                "run a suite's tasks x algorithms x seeds",
+                "Run a suite's tasks x algorithms x seeds, on CPUs, GPUs, Ray or Slurm.",
+                harness.add_arguments,
+                harness.run,
+            ),
+            Command(
+                "report",
+                "tables of a runs folder's results, mean and 95%% bootstrap CI over seeds",
+                "Mean and bootstrap confidence interval over seeds of every result.json under RUNS_DIR.",
+                report.add_arguments,
+                report.run,
+            ),
+        ],
     )
-    commands = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
-
-    run = commands.add_parser(
-        "run",
-        help="run a suite's tasks x algorithms x seeds",
-        description="Run a suite's tasks x algorithms x seeds, on CPUs, GPUs, Ray or Slurm.",
-    )
-    harness.add_arguments(run)
-    run.set_defaults(func=harness.run)
-
-    tables = commands.add_parser(
-        "report",
-        help="tables of a runs folder's results, mean and 95%% bootstrap CI over seeds",
-        description="Mean and bootstrap confidence interval over seeds of every result.json under RUNS_DIR.",
-    )
-    report.add_arguments(tables)
-    tables.set_defaults(func=report.run)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

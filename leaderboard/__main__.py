@@ -10,45 +10,41 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from lm_gym.cli import Command, command_parser
+
 
 def build_parser() -> argparse.ArgumentParser:
     """``python -m leaderboard``'s parser: a subparser per command, its ``func`` the command's runner."""
     from leaderboard import compile as board_compile
     from leaderboard import entry, submit
 
-    parser = argparse.ArgumentParser(
-        prog="python -m leaderboard",
-        description=(
-            "The lm-gym leaderboard: entries and the board "
-            "(python -m leaderboard COMMAND --help: a command's arguments)."
-        ),
+    return command_parser(
+        "python -m leaderboard",
+        "The lm-gym leaderboard: entries and the board (python -m leaderboard COMMAND --help: a command's arguments).",
+        [
+            Command(
+                "submit",
+                "build an entry from run folders",
+                "Build a leaderboard entry (JSON) from the result.json files of run folders.",
+                submit.add_submit_arguments,
+                submit.run_submit,
+            ),
+            Command(
+                "validate",
+                "check entries, optionally accept them into the entries folder",
+                "Check leaderboard entry files; print 'path: valid' or 'path: reason' for each.",
+                entry.add_validate_arguments,
+                entry.run_validate,
+            ),
+            Command(
+                "compile",
+                "tables, plots and the web page from entries and run folders",
+                "The board (board.json, board.md, plots/, index.html) from entries and run folders.",
+                board_compile.add_arguments,
+                board_compile.run,
+            ),
+        ],
     )
-    commands = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
-
-    build = commands.add_parser(
-        "submit",
-        help="build an entry from run folders",
-        description="Build a leaderboard entry (JSON) from the result.json files of run folders.",
-    )
-    submit.add_submit_arguments(build)
-    build.set_defaults(func=submit.run_submit)
-
-    check = commands.add_parser(
-        "validate",
-        help="check entries, optionally accept them into the entries folder",
-        description="Check leaderboard entry files; print 'path: valid' or 'path: reason' for each.",
-    )
-    entry.add_validate_arguments(check)
-    check.set_defaults(func=entry.run_validate)
-
-    board = commands.add_parser(
-        "compile",
-        help="tables, plots and the web page from entries and run folders",
-        description="The board (board.json, board.md, plots/, index.html) from entries and run folders.",
-    )
-    board_compile.add_arguments(board)
-    board.set_defaults(func=board_compile.run)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
