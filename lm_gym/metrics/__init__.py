@@ -19,7 +19,7 @@ on use, and raise :class:`~lm_gym.core.errors.DataUnavailableError` naming it wi
 """
 
 from lm_gym.metrics.bertscore import bertscore
-from lm_gym.metrics.bleu import corpus_bleu, corpus_sacrebleu
+from lm_gym.metrics.bleu import bleu_scores, corpus_bleu, corpus_sacrebleu
 from lm_gym.metrics.cider import CiderD, cider
 from lm_gym.metrics.coco import CocoEvaluation, coco_evaluate
 from lm_gym.metrics.corpus import corpus_metrics
@@ -38,6 +38,7 @@ __all__ = [
     "CiderD",
     "CocoEvaluation",
     "bertscore",
+    "bleu_scores",
     "cider",
     "coco_evaluate",
     "concept_coverage",

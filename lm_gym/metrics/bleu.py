@@ -36,3 +36,9 @@ def corpus_sacrebleu(predictions: Sequence[str], references: Sequence[Sequence[s
     stream_count = max(len(refs) for refs in references)
     streams = [[refs[k] if k < len(refs) else None for refs in references] for k in range(stream_count)]
     return float(sacrebleu.corpus_bleu(predictions, streams).score)
+
+
+def bleu_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
+    """``bleu`` (nltk's :func:`corpus_bleu`) and ``sacrebleu`` of a corpus: the BLEUs the reference-scored
+    tasks report among their corpus metrics."""
+    return {"bleu": corpus_bleu(predictions, references), "sacrebleu": corpus_sacrebleu(predictions, references)}

@@ -159,7 +159,4 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
 
         require_extra("nlg", "lm_gym/CNNDailyMail-v0's evaluation (corpus metric sacrebleu)", "sacrebleu")
         _, utterances, references = episode_texts(episodes)
-        return {
-            "bleu": metrics.corpus_bleu(utterances, references),
-            "sacrebleu": metrics.corpus_sacrebleu(utterances, references),
-        }
+        return metrics.bleu_scores(utterances, references)

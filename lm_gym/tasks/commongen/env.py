@@ -208,11 +208,7 @@ class CommonGenEnv(SingleTurnTextEnv):
         needed_by = "lm_gym/CommonGen-v0's evaluation (corpus metrics sacrebleu, cider and coco_*)"
         require_extra("nlg", needed_by, "sacrebleu", "pycocoevalcap")
         _, utterances, references = episode_texts(episodes)
-        results = {
-            "bleu": metrics.corpus_bleu(utterances, references),
-            "sacrebleu": metrics.corpus_sacrebleu(utterances, references),
-            "cider": metrics.cider(utterances, references),
-        }
+        results = {**metrics.bleu_scores(utterances, references), "cider": metrics.cider(utterances, references)}
         if self.coco_pipeline != "off":
             results.update(coco_evaluate(utterances, references, self.coco_pipeline).metrics())
         return results

@@ -202,7 +202,4 @@ class DailyDialogEnv(SingleTurnTextEnv):
 
         require_extra("nlg", "lm_gym/DailyDialog-v0's evaluation (corpus metric sacrebleu)", "sacrebleu")
         _, utterances, references = episode_texts(episodes)
-        return {
-            "bleu": metrics.corpus_bleu(utterances, references),
-            "sacrebleu": metrics.corpus_sacrebleu(utterances, references),
-        }
+        return metrics.bleu_scores(utterances, references)
