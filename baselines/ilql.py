@@ -335,6 +335,7 @@ def main(args: Args) -> dict[str, Any]:
     heads = ILQLHeads(policy.config.hidden_size, policy.get_output_embeddings().out_features).to(device)
     trainable = [policy, heads, value_trunk]
     optimizer = adamw(trainable, args.learning_rate, args.weight_decay)
+    parameters = [p for group in optimizer.param_groups for p in group["params"]]
     steps_per_epoch = math.ceil(len(turns.rewards) / args.batch_size)
     total_steps = min(args.epochs * steps_per_epoch, args.max_steps or math.inf)
     scheduler = warmup_schedule(optimizer, args.warmup_steps, total_steps, decay=False)
@@ -385,7 +386,7 @@ def main(args: Args) -> dict[str, Any]:
         optimizer_step(
             optimizer,
             loss,
-            [p for module in trainable if module is not None for p in module.parameters()],
+            parameters,
             args.grad_clip,
         )
         scheduler.step()

@@ -8,6 +8,7 @@ the whole round is over (``NextStep`` autoreset).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -168,6 +169,7 @@ def evaluate(venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: boo
     """
     if num_episodes == 0:
         return None, []
+    policy = dataclasses.replace(policy, value_head=None)  # values are for training's advantages only
     was_training = policy.model.training
     policy.model.eval()
     returns, metrics, finals = [], [], []
