@@ -1,62 +1,35 @@
 """Implicit Language Q-Learning (ILQL, Snell et al. 2022) on offline trajectories of an lm-gym task.
 
 Offline RL per token: the policy never plays during training. It learns from trajectories in
-``lm_gym.offline``'s format (``--dataset``: Wordle games of ``lm_gym.tasks.wordle.offline_data``,
-recorded games of any policy, ...; without it, the task's references scored by its reward).
+``lm_gym.offline``'s format (``--dataset``; without it, the task's references scored by its reward).
+Every turn is one causal sequence ``observation + utterance + EOS``; only the utterance's tokens
+(and EOS) are actions. On the trunk's last hidden state before each action token sit two Q heads
+(a value per vocabulary token) with Polyak-averaged targets ``Q'``, a V head, and the policy's own
+LM head ``pi``. Per action token ``a`` in state ``s`` with next state ``s'``:
 
-Every turn of a trajectory is one causal sequence ``observation + utterance + EOS``. The
-observation's tokens are the environment's, not actions: only the utterance's tokens (and
-its EOS) are actions. On the trunk's last hidden state before each action token sit
+* Q loss ``(Qi(s, a) - y)^2``, ``y = r + gamma * V(s')`` (V detached). The turn's reward lands on
+  its EOS; after it, ``s'`` is the next turn's first state (multi-turn episodes bootstrap across
+  turns); a turn that ends the episode (or is truncated: the format keeps no later state) has ``y = r``.
+* V loss, expectile regression ``|tau - 1(u < 0)| * u^2``, ``u = min(Q1', Q2')(s, a) - V(s)``.
+* CQL term (``--cql-weight``): ``logsumexp_a' Qi(s, a') - Qi(s, a)``, Q down on tokens the data never took.
+* Policy loss (``--awac-weight``): cross-entropy of ``pi`` on the data's tokens (``--policy-loss bc``),
+  or weighted by ``exp(--awac-beta * (min Q' - V))`` (``awac``, capped at ``--max-awac-weight``).
+* After every optimizer step ``Q' <- Q' + polyak * (Q - Q')``.
 
-* two Q heads ``Q1, Q2`` (one value per vocabulary token) with Polyak-averaged target copies,
-* a V head, and the policy's own LM head (the behaviour-cloning policy ``pi``).
+Trunks: by default (as the ILQL code base's Wordle configs) Q and V sit on their own copy of the
+transformer, so value learning cannot disturb the policy's LM; ``--no-separate-trunk`` shares the
+policy's (half the compute). Inference draws from ``log pi(.|s) + beta * (min Q'(s, .) - V(s))``
+(``--beta``; 0 is behaviour cloning), :class:`QSteering`, a logits hook of the toolkit's KV-cache
+sampler. Causal policies only. Outputs in ``--out-dir``: ``checkpoint/`` (policy, tokenizer,
+``ilql_heads.pt``, ``value_trunk/``, ``trainer_state.pt`` for ``--resume``) and ``result.json``.
 
-Per action token ``a`` in state ``s`` (the tokens so far), with the next state ``s'``:
-
-* Q loss: ``(Qi(s, a) - y)^2`` for both heads, ``y = r + gamma * V(s')`` (V detached). The
-  turn's reward ``r`` lands on its last token (EOS); the other tokens get 0. After the last
-  token ``s'`` is the first state of the next turn, so multi-turn episodes bootstrap across
-  turns; a turn that ends the episode has ``y = r``. (A time-limit truncation is also
-  treated as an end: the format keeps no observation after it.)
-* V loss, expectile regression: ``|tau - 1(u < 0)| * u^2`` with ``u = min(Q1', Q2')(s, a) - V(s)``
-  (target heads), so V tracks an upper expectile of the data's Q values.
-* CQL term, weight ``--cql-weight`` (the paper's alpha): ``logsumexp_a' Qi(s, a') - Qi(s, a)``,
-  pushing Q down on tokens the data never took.
-* Policy loss, weight ``--awac-weight`` (the ILQL code base's ``awac_weight``): cross-entropy
-  of ``pi`` on the data's tokens (``--policy-loss bc``), or weighted by
-  ``exp(--awac-beta * (min Q' - V))`` (``awac``, advantage-weighted, capped at ``--max-awac-weight``).
-
-Target heads follow ``Q' <- Q' + polyak * (Q - Q')`` after every optimizer step.
-
-Trunks: by default (as the ILQL code base's Wordle configs, ``seperate_policy``) Q and V sit
-on their own copy of the transformer, initialised like the policy, so that value learning
-cannot disturb the policy's language model. ``--no-separate-trunk`` puts every head on the
-policy's transformer, whose gradients then come from every loss: half the compute.
-
-Inference: the next token is drawn from (or, ``--eval-greedy``, the argmax of)
-``log pi(.|s) + beta * (min(Q1', Q2')(s, .) - V(s))``, ``beta`` = ``--beta``; ``beta = 0``
-is the behaviour-cloning policy: :class:`QSteering`, a logits hook of the toolkit's KV-cache
-sampler that runs the value trunk alongside the policy with its own KV cache. Evaluation plays
-the utterance-level env through the batched vector env, as every baseline evaluates. Causal
-policies only (``--model-name`` of a causal LM or a causal ``--model-config``). The plumbing
-(loading, sampling, evaluation, checkpoints, ``result.json``) is ``baselines/lm_toolkit``.
-
-Outputs in ``--out-dir``: ``checkpoint/`` (``save_pretrained`` policy and tokenizer,
-``ilql_heads.pt``, ``value_trunk/`` with ``--separate-trunk``, ``trainer_state.pt`` for
-``--resume``) and ``result.json`` (``lm_gym.results``).
-
-Examples::
-
-    # Wordle (100 answers): a suboptimal dataset, then ILQL on it
     python -m lm_gym.tasks.wordle.offline_data --dataset mixture --num-games 2000 --num-answers 100 \\
         --out data/wordle_mixture.parquet
     python baselines/ilql.py --env-id lm_gym/Wordle-v0 --env-kwargs '{"num_answers": 100}' \\
         --dataset data/wordle_mixture.parquet
+    python baselines/ilql.py --env-kwargs '{"source": "synthetic"}' --max-steps 200   # IMDB references
 
-    # IMDB, offline synthetic reviews: the references scored by the sentiment reward
-    python baselines/ilql.py --env-kwargs '{"source": "synthetic"}' --max-steps 200
-
-    # the BC baselines on the same data: sft.py --dataset (all of it) and --top-fraction 0.1 (%BC)
+BC and %BC on the same data: ``sft.py --dataset`` and ``--top-fraction 0.1``.
 """
 
 from __future__ import annotations
@@ -73,7 +46,7 @@ import torch.nn.functional as F
 import tyro
 from torch import nn
 
-from lm_toolkit.arguments import OfflineArgs, above, at_least, check_args, integer, optional, within
+from lm_toolkit.arguments import OfflineArgs, above, at_least, check_args, integer, one_of, optional, within
 from lm_toolkit.models import check_positions, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.offline import encode_turns, trajectories_or_references, transition_batch
@@ -155,11 +128,11 @@ class ILQLHeads(nn.Module):
         polyak_update(self.q2, self.target_q2, rate)
 
 
+@torch.no_grad()
 def polyak_update(source: nn.Module, target: nn.Module, rate: float) -> None:
     """``target <- target + rate * (source - target)``, parameter by parameter."""
-    with torch.no_grad():
-        for param, target_param in zip(source.parameters(), target.parameters(), strict=True):
-            target_param.lerp_(param, rate)
+    for param, target_param in zip(source.parameters(), target.parameters(), strict=True):
+        target_param.lerp_(param, rate)
 
 
 def next_state_values(trunk, heads: ILQLHeads, batch: dict[str, Any]) -> torch.Tensor:
@@ -169,11 +142,6 @@ def next_state_values(trunk, heads: ILQLHeads, batch: dict[str, Any]) -> torch.T
         hidden = Prefix(trunk, batch["next_prompts"], batch["pad_id"], with_hidden=True).hidden
         values[batch["has_next"]] = heads.value(hidden).float()
     return values
-
-
-def hidden_states(trunk, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The trunk's last hidden states (after its final norm)."""
-    return trunk(**inputs).last_hidden_state
 
 
 # ---- ILQL's pieces (small functions: tests/test_ilql.py checks them on hand-computed tensors) ---
@@ -225,8 +193,8 @@ def ilql_losses(
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The training loss of a batch of turns and its parts."""
     inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-    policy_hidden = hidden_states(policy.base_model, inputs)
-    value_hidden = policy_hidden if value_trunk is None else hidden_states(value_trunk, inputs)
+    policy_hidden = policy.base_model(**inputs).last_hidden_state  # after the final norm
+    value_hidden = policy_hidden if value_trunk is None else value_trunk(**inputs).last_hidden_state
     selected = batch["action_mask"][:, 1:]  # position j predicts token j+1: an action?
     actions = batch["input_ids"][:, 1:][selected]
     states_pi, states_q = policy_hidden[:, :-1][selected], value_hidden[:, :-1][selected]
@@ -305,9 +273,8 @@ def main(args: Args) -> dict[str, Any]:
         awac_weight=at_least(0),
         awac_beta=at_least(0),
         beta=at_least(0),
+        policy_loss=one_of("bc", "awac"),
     )
-    if args.policy_loss not in ("bc", "awac"):
-        raise ValueError(f"--policy-loss must be 'bc' or 'awac', got {args.policy_loss!r}")
     lengths = task_lengths(args.env_id, args.max_prompt_length, args.max_new_tokens)
     device, autocast = setup(args)
     run = Run(args, "ilql")
@@ -316,21 +283,15 @@ def main(args: Args) -> dict[str, Any]:
     tokenizer = load_tokenizer(gymnasium.make(args.env_id, **env_kwargs).unwrapped, run.source(args.model_name))
     dataset = trajectories_or_references(args.dataset, args.env_id, env_kwargs, args.max_trajectories)
     turns = encode_turns(dataset, tokenizer, lengths)
-    policy = (
-        load_policy(run.source(args.model_name), model_config, tokenizer, args.seed, causal_only="ilql.py")
-        .to(device)
-        .train()
-    )
+    policy = load_policy(run.source(args.model_name), model_config, tokenizer, args.seed, causal_only="ilql.py")
+    policy.to(device).train()
     check_positions(policy, lengths.max_prompt_length, lengths.max_new_tokens)
     value_trunk = None
     if args.separate_trunk:
         from transformers import AutoModel
 
-        value_trunk = (
-            AutoModel.from_pretrained(run.checkpoint_dir / "value_trunk")
-            if run.resuming
-            else copy.deepcopy(policy.base_model)
-        )
+        trunk_source = run.checkpoint_dir / "value_trunk"
+        value_trunk = AutoModel.from_pretrained(trunk_source) if run.resuming else copy.deepcopy(policy.base_model)
         value_trunk.to(device).train()
     heads = ILQLHeads(policy.config.hidden_size, policy.get_output_embeddings().out_features).to(device)
     trainable = [policy, heads, value_trunk]
@@ -346,19 +307,10 @@ def main(args: Args) -> dict[str, Any]:
         scheduler.load_state_dict(state["scheduler"])
 
     # ---- evaluation: the steered policy on the validation split, as every baseline evaluates
-    eval_env = (
-        make_vector_env(args.env_id, env_kwargs, "validation", min(args.eval_batch_size, args.eval_episodes))
-        if args.eval_episodes
-        else None
-    )
-    actor = TextPolicy(
-        policy,
-        tokenizer,
-        lengths,
-        args.temperature,
-        hook=QSteering(heads, value_trunk, tokenizer.pad_token_id, args.beta),
-    )
-
+    eval_batch = min(args.eval_batch_size, args.eval_episodes)
+    eval_env = make_vector_env(args.env_id, env_kwargs, "validation", eval_batch) if args.eval_episodes else None
+    steering = QSteering(heads, value_trunk, tokenizer.pad_token_id, args.beta)
+    actor = TextPolicy(policy, tokenizer, lengths, args.temperature, hook=steering)
     evaluation = evaluator(eval_env, actor, args, autocast, *([value_trunk] if value_trunk is not None else []))
 
     def save() -> None:
@@ -383,29 +335,15 @@ def main(args: Args) -> dict[str, Any]:
         )
         with autocast:
             loss, parts = ilql_losses(policy, value_trunk, heads, batch, args)
-        optimizer_step(
-            optimizer,
-            loss,
-            parameters,
-            args.grad_clip,
-        )
+        optimizer_step(optimizer, loss, parameters, args.grad_clip)
         scheduler.step()
         heads.update_targets(args.polyak)
 
-        seconds = time.time() - step_start
-        run.count(
-            tokens=int(batch["attention_mask"].sum()),
-            token_seconds=seconds,
-            episodes=len(batch["rewards"]),
-            episode_seconds=seconds,
-        )
+        seconds, tokens = time.time() - step_start, int(batch["attention_mask"].sum())
+        run.count(tokens=tokens, token_seconds=seconds, episodes=len(batch["rewards"]), episode_seconds=seconds)
         window.add(loss=loss, **parts)
-        if run.end_step(
-            run.window_row(window, lr=scheduler.get_last_lr()[0]),
-            evaluate=evaluation,
-            save=save,
-            show=("loss", "mean_q"),
-        ):
+        row = run.window_row(window, lr=scheduler.get_last_lr()[0])
+        if run.end_step(row, evaluate=evaluation, save=save, show=("loss", "mean_q")):
             break
     return run.finish(device)
 
