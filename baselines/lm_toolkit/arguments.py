@@ -155,6 +155,10 @@ def integer(low: int) -> Rule:
     return Rule(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low, f"an int >= {low}")
 
 
+def one_of(*choices: str) -> Rule:
+    return Rule(lambda v: v in choices, " or ".join(repr(choice) for choice in choices))
+
+
 def optional(rule: Rule) -> Rule:
     return Rule(lambda v: v is None or rule.test(v), f"{rule.expected} or None")
 
