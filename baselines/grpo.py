@@ -23,6 +23,9 @@ This file holds the algorithm: arguments, groups, advantages, loss, loop. The LM
   with the gradient flowing back through the shared prompt, in the update.
 * Evaluation on the validation split: samples of the policy (or ``--eval-greedy``), the same
   episodes and random numbers at every evaluation of every run, the starting policy included.
+* Data-parallel under ``torchrun --nproc_per_node N``: each process plays ``num_prompts / N``
+  whole groups; the loss is the mean over every process's tokens, gradients are averaged, rank 0
+  evaluates and saves (``lm_toolkit.distributed``).
 * Causal language models: ``--model-name`` (hub name or path), ``--model-config`` (JSON for a
   small randomly initialised one) or ``--init-from`` (an SFT checkpoint from ``baselines/sft.py``).
 
@@ -30,6 +33,7 @@ Examples::
 
     python baselines/grpo.py --env-kwargs '{"source": "synthetic"}'
     python baselines/grpo.py --env-id lm_gym/Wordle-v0 --init-from runs/sft-wordle/checkpoint --rloo
+    torchrun --standalone --nproc_per_node 2 baselines/grpo.py --env-id lm_gym/Prompts-v0
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import numpy as np
 import torch
 import tyro
 
+from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, Rule, at_least, check_args, within
 from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, TurnBatch, anneal, clipped_surrogate, optimizer_step
@@ -94,7 +99,8 @@ def main(args: Args) -> dict:
     lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens)
     device, autocast = setup(args)
     run = Run(args, algorithm)
-    num_envs = args.num_prompts * args.group_size
+    first_group, num_prompts = distributed.shard(args.num_prompts, "--num-prompts")  # this process's groups
+    num_envs = num_prompts * args.group_size
 
     # Envs: the native batched vector env; a group's envs are adjacent (env i is in group i // G).
     train_env = make_vector_env(args.env_id, env_kwargs, "train", num_envs)
@@ -128,9 +134,10 @@ def main(args: Args) -> dict:
 
         # ---- rollout: one episode per env, a group's envs reset with one seed
         iteration_start = time.time()
-        group_seeds = args.seed * 1_000_003 + iteration * args.num_prompts + np.arange(args.num_prompts)
+        group_seeds = args.seed * 1_000_003 + iteration * args.num_prompts + first_group + np.arange(num_prompts)
         with autocast:
-            rollout = play_round(train_env, actor, np.repeat(group_seeds, args.group_size).tolist())
+            seeds = np.repeat(group_seeds, args.group_size).tolist()
+            rollout = play_round(train_env, actor, seeds, first_env=first_group * args.group_size)
         turns = rollout.turns
         batch = TurnBatch.of(turns, tokenizer.pad_token_id, device)
         token_mask = batch.response_mask.float()
@@ -138,12 +145,12 @@ def main(args: Args) -> dict:
         turn_groups = turn_envs // args.group_size
 
         # ---- reference log-probs (only with a KL term), a minibatch of groups at a time
-        groups_per_minibatch = -(-args.num_prompts // args.num_minibatches)
+        groups_per_minibatch = -(-num_prompts // args.num_minibatches)
         ref_log_probs = batch.old_log_probs  # no reference model: no KL
         if reference is not None:
             ref_log_probs = torch.zeros_like(batch.old_log_probs)
             with torch.no_grad(), autocast:
-                for g in range(0, args.num_prompts, groups_per_minibatch):
+                for g in range(0, num_prompts, groups_per_minibatch):
                     c = np.flatnonzero((turn_groups >= g) & (turn_groups < g + groups_per_minibatch))
                     ref_log_probs[c] = actor.score(*batch.rows(c), model=reference).log_probs
         token_kl = (batch.old_log_probs - ref_log_probs) * token_mask
@@ -159,8 +166,8 @@ def main(args: Args) -> dict:
         # ---- update: minibatches of whole groups, so each group's prompt is run once
         stats = Stats()
         for _ in range(args.update_epochs):
-            order = torch.randperm(args.num_prompts).numpy()
-            for begin in range(0, args.num_prompts, groups_per_minibatch):
+            order = torch.randperm(num_prompts).numpy()
+            for begin in range(0, num_prompts, groups_per_minibatch):
                 mb = np.flatnonzero(np.isin(turn_groups, order[begin : begin + groups_per_minibatch]))
                 with autocast:
                     new_log_probs = actor.score(*batch.rows(mb)).log_probs
@@ -172,13 +179,13 @@ def main(args: Args) -> dict:
                 if reference is not None and not args.rloo:
                     ref_gap = (ref_log_probs[mb] - new_log_probs) * m
                     kl_loss = ((ref_gap.exp() - ref_gap - 1) * m).sum() / m.sum()
-                optimizer_step(optimizer, pg_loss + args.beta * kl_loss, policy.parameters(), args.max_grad_norm)
+                loss = (pg_loss + args.beta * kl_loss) * distributed.weight(m.sum())  # the mean over every process
+                optimizer_step(optimizer, loss, policy.parameters(), args.max_grad_norm)
                 stats.add(pg_loss=pg_loss, kl_loss=kl_loss, **pg_stats)
 
-        row = run.rollout_row(
-            rollout.returns, rollout.mean_metrics(), token_mask, optimizer, iteration_start, rollout_seconds
-        )
-        row |= {"kl": float(token_kl.sum(1).mean()), **stats.means()}
+        row = run.rollout_row(rollout, token_mask, optimizer, iteration_start, rollout_seconds)
+        kl_sum, num_turns = distributed.all_sum(np.array([float(token_kl.sum()), len(turns)])).tolist()
+        row |= {"kl": kl_sum / num_turns, **stats.means()}
         if run.end_step(row, evaluate=evaluation, save=save, show=("mean_return", "kl")):
             break
     return run.finish(device)

@@ -20,8 +20,9 @@ Trunks: by default (as the ILQL code base's Wordle configs) Q and V sit on their
 transformer, so value learning cannot disturb the policy's LM; ``--no-separate-trunk`` shares the
 policy's (half the compute). Inference draws from ``log pi(.|s) + beta * (min Q'(s, .) - V(s))``
 (``--beta``; 0 is behaviour cloning), :class:`QSteering`, a logits hook of the toolkit's KV-cache
-sampler. Causal policies only. Outputs in ``--out-dir``: ``checkpoint/`` (policy, tokenizer,
-``ilql_heads.pt``, ``value_trunk/``, ``trainer_state.pt`` for ``--resume``) and ``result.json``.
+sampler. Causal policies only. Data-parallel under ``torchrun`` (``lm_toolkit.distributed``).
+Outputs in ``--out-dir``: ``checkpoint/`` (policy, tokenizer, ``ilql_heads.pt``, ``value_trunk/``,
+``trainer_state.pt`` for ``--resume``) and ``result.json``.
 
     python -m lm_gym.tasks.wordle.offline_data --dataset mixture --num-games 2000 --num-answers 100 \\
         --out data/wordle_mixture.parquet
@@ -46,6 +47,7 @@ import torch.nn.functional as F
 import tyro
 from torch import nn
 
+from lm_toolkit import distributed
 from lm_toolkit.arguments import OfflineArgs, above, at_least, check_args, integer, one_of, optional, within
 from lm_toolkit.models import check_positions, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, adamw, batch_indices, optimizer_step, warmup_schedule
@@ -327,15 +329,12 @@ def main(args: Args) -> dict[str, Any]:
     window = Stats()
     for step in run.steps(total_steps):
         step_start = time.time()
-        batch = transition_batch(
-            turns,
-            batch_indices(args.seed, step, steps_per_epoch, args.batch_size, len(turns.rewards)),
-            tokenizer.pad_token_id,
-            device,
-        )
+        index = batch_indices(args.seed, step, steps_per_epoch, args.batch_size, len(turns.rewards))
+        batch = transition_batch(turns, distributed.shard_indices(index), tokenizer.pad_token_id, device)
         with autocast:
             loss, parts = ilql_losses(policy, value_trunk, heads, batch, args)
-        optimizer_step(optimizer, loss, parameters, args.grad_clip)
+        actions = batch["action_mask"][:, 1:].sum()  # every loss is a mean over the action tokens
+        optimizer_step(optimizer, loss * distributed.weight(actions), parameters, args.grad_clip)
         scheduler.step()
         heads.update_targets(args.polyak)
 

@@ -26,6 +26,10 @@ This file holds the algorithm: arguments, rollout, advantages, loss, loop. The L
   numbers at every evaluation of every run, the starting policy included.
 * Causal and seq2seq policies: ``--model-name`` (hub name or path), ``--model-config`` (JSON
   for a small randomly initialised one) or ``--init-from`` (an SFT checkpoint of ``sft.py``).
+* Data-parallel under ``torchrun --nproc_per_node N``: each process plays ``num_envs / N`` of the
+  episodes (the same ones, sampled alike, as rows of the one-process batch), the advantages are
+  normalised and the losses averaged over every process's tokens, gradients averaged; rank 0
+  evaluates and saves (``lm_toolkit.distributed``).
 * ``baselines/nlpo.py`` is this algorithm with an :class:`ActionMask`: ``main``'s
   ``action_mask`` restricts sampling and the update to a mask model's top-p tokens.
 
@@ -34,6 +38,7 @@ Examples::
     python baselines/sft.py --env-kwargs '{"source": "synthetic"}' --out-dir runs/sft-imdb
     python baselines/ppo.py --env-kwargs '{"source": "synthetic"}' --init-from runs/sft-imdb/checkpoint
     python baselines/ppo.py --env-id lm_gym/Wordle-v0 --init-from runs/sft-wordle/checkpoint
+    torchrun --standalone --nproc_per_node 2 baselines/ppo.py --env-id lm_gym/Prompts-v0
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import torch
 import tyro
 from torch import nn
 
+from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, above, at_least, check_args, optional, within
 from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, TurnBatch, anneal, clipped_surrogate, optimizer_step
@@ -130,8 +136,13 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
     device, autocast = setup(args)
     run = Run(args, algorithm)
 
-    # Envs: the native batched vector env for rollouts (train split) and evaluation (validation).
-    train_env = make_vector_env(args.env_id, env_kwargs, "train", args.num_envs)
+    # Envs: the native batched vector env for rollouts (train split: this process's part) and evaluation.
+    first_env, num_envs = distributed.shard(args.num_envs, "--num-envs")
+    if args.num_minibatches > num_envs:
+        raise ValueError(
+            f"--num-minibatches ({args.num_minibatches}) must be at most the episodes per process ({num_envs})"
+        )
+    train_env = make_vector_env(args.env_id, env_kwargs, "train", num_envs)
     eval_env = make_vector_env(args.env_id, env_kwargs, "validation", args.eval_batch_size)
 
     # Models: the policy with a value head on its last hidden states, and the frozen reference.
@@ -169,17 +180,15 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         # ---- rollout: one episode per env; every turn is one batched sampling pass + one env step
         iteration_start = time.time()
         with autocast:
-            rollout = play_round(train_env, actor, args.seed * 1_000_003 + iteration * args.num_envs)
+            seed = args.seed * 1_000_003 + iteration * args.num_envs + first_env
+            rollout = play_round(train_env, actor, seed, first_env=first_env)
         turns = rollout.turns
         batch = TurnBatch.of(turns, tokenizer.pad_token_id, device)
         token_mask = batch.response_mask.float()
         width = token_mask.shape[1]
 
         # ---- reference log-probs, a minibatch of turns at a time (no rollout-sized (B, T, vocabulary) buffer)
-        minibatch_size = max(1, len(turns) // args.num_minibatches)
-        chunks = [
-            np.arange(begin, min(begin + minibatch_size, len(turns))) for begin in range(0, len(turns), minibatch_size)
-        ]
+        chunks = np.array_split(np.arange(len(turns)), args.num_minibatches)
         with torch.no_grad(), autocast:
             ref_log_probs = torch.cat([actor.score(*batch.rows(c), model=reference).log_probs for c in chunks])
         kl = (batch.old_log_probs - ref_log_probs) * token_mask
@@ -192,20 +201,20 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         # ---- GAE over each episode's tokens
         old_values = batch.old_values
         advantages = torch.tensor(
-            gae(turns, rewards.cpu().numpy(), old_values.cpu().numpy(), args.num_envs, args.gamma, args.gae_lambda),
+            gae(turns, rewards.cpu().numpy(), old_values.cpu().numpy(), num_envs, args.gamma, args.gae_lambda),
             device=device,
         )
         returns = advantages + old_values
         valid = token_mask.bool()
-        advantages = (advantages - advantages[valid].mean()) / (advantages[valid].std() + 1e-8) * token_mask
+        mean, std = distributed.masked_moments(advantages, valid)  # over every process's tokens
+        advantages = (advantages - mean) / (std + 1e-8) * token_mask
         rollout_seconds = time.time() - iteration_start  # generation, scoring, forward passes, advantages
 
         # ---- PPO update (the policy stays in eval mode: dropout off, so log-probs match the rollout's)
         stats, stop = Stats(), False
         for _ in range(args.update_epochs):
             order = torch.randperm(len(turns)).numpy()
-            for begin in range(0, len(turns), minibatch_size):
-                mb = order[begin : begin + minibatch_size]
+            for mb in np.array_split(order, args.num_minibatches):  # as many on every process
                 keep = mask.allowed(turns, mb, width) if mask else None
                 with autocast:
                     new = actor.score(
@@ -224,14 +233,10 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
                     value_error = torch.max(value_error, (clipped - returns[mb]) ** 2)
                 vf_loss = 0.5 * (value_error * m).sum() / count
                 entropy = (new.entropy * m).sum() / count
-                optimizer_step(
-                    optimizer,
-                    pg_loss + args.vf_coef * vf_loss - args.ent_coef * entropy,
-                    parameters,
-                    args.max_grad_norm,
-                )
+                loss = pg_loss + args.vf_coef * vf_loss - args.ent_coef * entropy
+                optimizer_step(optimizer, loss * distributed.weight(count), parameters, args.max_grad_norm)
                 stats.add(pg_loss=pg_loss, vf_loss=vf_loss, entropy=entropy, **pg_stats)
-                stop = args.target_kl is not None and pg_stats["approx_kl"] > args.target_kl
+                stop = args.target_kl is not None and distributed.mean(pg_stats["approx_kl"]) > args.target_kl
                 if stop:
                     break
             if stop:
@@ -239,14 +244,13 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         if mask:
             mask.after_update(iteration, policy)
 
-        # ---- adaptive KL controller
-        mean_kl = float(kl.sum(1).mean())
+        # ---- adaptive KL controller, on the mean over every process's utterances
+        kl_sum, num_turns = distributed.all_sum(np.array([float(kl.sum()), len(turns)])).tolist()
+        mean_kl = kl_sum / num_turns
         if args.kl_target is not None:
             kl_coef *= 1.0 + float(np.clip(mean_kl / args.kl_target - 1.0, -0.2, 0.2)) * args.num_envs / args.kl_horizon
 
-        row = run.rollout_row(
-            rollout.returns, rollout.mean_metrics(), token_mask, optimizer, iteration_start, rollout_seconds
-        )
+        row = run.rollout_row(rollout, token_mask, optimizer, iteration_start, rollout_seconds)
         row |= {"kl": mean_kl, "kl_coef": kl_coef, **stats.means()}
         if run.end_step(row, evaluate=evaluation, save=save, show=("mean_return", "kl")):
             break

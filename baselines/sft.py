@@ -20,8 +20,9 @@ Prompts are cut as ``lm_gym``'s token-level envs cut them; targets are the utter
 ``max_new_tokens - 1`` tokens and EOS. Both lengths default to the task's
 ``token_level_defaults``. Without ``--model-name`` the policy is a small randomly initialised
 transformer (``--model-config``) on the BPE tokenizer lm-gym trains offline on the task's text.
-The plumbing (loading, sampling, evaluation, checkpoints, ``result.json``) is
-``baselines/lm_toolkit``.
+Data-parallel under ``torchrun --nproc_per_node N``: each process takes every N-th example of a
+batch, the loss is the mean over every process's target tokens. The plumbing (loading, sampling,
+evaluation, checkpoints, ``result.json``, processes) is ``baselines/lm_toolkit``.
 
 Examples::
 
@@ -52,6 +53,7 @@ from dataclasses import dataclass
 import gymnasium
 import tyro
 
+from lm_toolkit import distributed
 from lm_toolkit.arguments import OfflineArgs, Rule, check_args, integer, optional, within
 from lm_toolkit.models import check_positions, load_policy, load_tokenizer
 from lm_toolkit.objectives import Stats, adamw, batch_indices, optimizer_step, warmup_schedule
@@ -146,13 +148,16 @@ def main(args: Args) -> dict:
     losses = Stats()
     for step in run.steps(total_steps):
         step_start = time.time()
-        index = batch_indices(args.seed, step, steps_per_epoch, args.batch_size, len(prompts))
+        index = distributed.shard_indices(
+            batch_indices(args.seed, step, steps_per_epoch, args.batch_size, len(prompts))
+        )
         batch = supervised_batch(
             [prompts[i] for i in index], [targets[i] for i in index], tokenizer.pad_token_id, is_seq2seq, device
         )
         with autocast:
-            loss = model(**batch).loss
-        optimizer_step(optimizer, loss, model.parameters(), args.grad_clip)
+            loss = model(**batch).loss  # the mean over the target tokens
+        targets_count = (batch["labels"] if is_seq2seq else batch["labels"][:, 1:]).ne(-100).sum()
+        optimizer_step(optimizer, loss * distributed.weight(targets_count), model.parameters(), args.grad_clip)
         learning_rate = scheduler.get_last_lr()[0]
         scheduler.step()
 

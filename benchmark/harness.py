@@ -29,7 +29,7 @@ from pathlib import Path
 from rich.console import Console
 
 from benchmark.attempt import job_finished
-from benchmark.placement import parse_gpus, plan_slots
+from benchmark.placement import launcher, parse_gpus, plan_slots
 from benchmark.scheduler import Scheduler
 from benchmark.suite import ROOT, expand_jobs, load_suite
 from lm_gym.core.errors import ConfigurationError
@@ -64,6 +64,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
     )
     parser.add_argument("--jobs-per-gpu", type=int, default=1, help="jobs sharing one GPU at a time (default: 1)")
+    parser.add_argument(
+        "--procs-per-job",
+        type=int,
+        default=1,
+        help=(
+            "processes of each baseline job (data-parallel, torchrun --standalone on one node): "
+            "that many GPUs per job, or that many times the CPU threads (default: 1)"
+        ),
+    )
     parser.add_argument(
         "--workers",
         type=int,
@@ -160,6 +169,8 @@ def _run_suite(args: argparse.Namespace, console: Console) -> int:
         return 0
 
     console.print(f"suite {suite.name}: {suite.description}\n{len(jobs)} jobs -> {out_root} (backend {args.backend})")
+    if args.procs_per_job < 1:
+        raise ConfigurationError(f"--procs-per-job must be >= 1, got {args.procs_per_job}")
     backend = _make_backend(args, suite, out_root, timeout_minutes, console)
     extra_flags, extra_env = _tracking(args, suite, out_root)
     scheduler = Scheduler(
@@ -170,6 +181,7 @@ def _run_suite(args: argparse.Namespace, console: Console) -> int:
         timeout_s=None if timeout_minutes is None else 60 * timeout_minutes,
         extra_flags=extra_flags,
         extra_env=extra_env,
+        baseline_launcher=launcher(args.procs_per_job),
         console=console,
     )
     counts = scheduler.run()
@@ -207,11 +219,13 @@ def _make_backend(args, suite, out_root: Path, timeout_minutes: float | None, co
             jobs_per_gpu=args.jobs_per_gpu,
             workers=args.workers,
             threads_per_job=suite.threads_per_job,
+            procs_per_job=args.procs_per_job,
         )
         gpus = sorted({slot.gpu for slot in slots if slot.gpu is not None})
+        processes = f" x {args.procs_per_job} processes" if args.procs_per_job > 1 else ""
         console.print(
-            f"{len(slots)} slots: "
-            + (f"GPUs {','.join(gpus)} x {args.jobs_per_gpu}, " if gpus else "CPU, ")
+            f"{len(slots)} slots{processes}: "
+            + (f"GPUs {' '.join(gpus)} x {args.jobs_per_gpu}, " if gpus else "CPU, ")
             + f"{slots[0].threads} threads each"
         )
         from benchmark.local_backend import LocalBackend
@@ -222,7 +236,8 @@ def _make_backend(args, suite, out_root: Path, timeout_minutes: float | None, co
 
         return RayBackend(
             address=args.address,
-            num_cpus_per_job=suite.threads_per_job,
+            threads_per_process=suite.threads_per_job,
+            procs_per_job=args.procs_per_job,
             num_gpus_per_job=args.gpus_per_job,
             jobs_per_gpu=args.jobs_per_gpu,
             local_gpus=parse_gpus(args.gpus) if args.address is None else [],
@@ -240,14 +255,17 @@ def _make_backend(args, suite, out_root: Path, timeout_minutes: float | None, co
         raise ConfigurationError(f"--gpus-per-job must be a whole number of GPUs for Slurm, got {args.gpus_per_job}")
     parameters = slurm_parameters(
         suite=suite.name,
-        cpus_per_task=suite.threads_per_job,
+        cpus_per_task=suite.threads_per_job * args.procs_per_job,
         gpus_per_task=int(gpus_per_task),
         timeout_minutes=timeout_minutes,
         partition=args.slurm_partition,
         array_parallelism=args.slurm_array_parallelism,
         extra=extra,
     )
-    return SlurmBackend(folder=out_root / ".submitit", cluster=args.submitit_cluster, parameters=parameters)
+    threads = suite.threads_per_job if args.procs_per_job > 1 else 0
+    return SlurmBackend(
+        folder=out_root / ".submitit", cluster=args.submitit_cluster, parameters=parameters, threads_per_process=threads
+    )
 
 
 def _tracking(args, suite, out_root: Path) -> tuple[tuple[str, ...], dict[str, str]]:

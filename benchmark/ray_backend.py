@@ -1,4 +1,5 @@
-"""The Ray backend: each attempt is a Ray task holding its CPUs and GPU share.
+"""The Ray backend: each attempt is a Ray task holding its CPUs and GPU share (a data-parallel
+job of P processes: P times a process's CPUs and P GPUs, on one node, where torchrun starts them).
 
 ``--address`` joins an existing cluster (the working tree and the runs folder must be on a
 file system every node sees); without it a local Ray instance starts with this machine's
@@ -21,7 +22,8 @@ class RayBackend:
         self,
         *,
         address: str | None,
-        num_cpus_per_job: int,
+        threads_per_process: int,
+        procs_per_job: int,
         num_gpus_per_job: float | None,
         jobs_per_gpu: int,
         local_gpus: list[str],
@@ -42,17 +44,20 @@ class RayBackend:
             )
         else:
             ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": python_path}}, log_to_driver=False)
-        if num_gpus_per_job is None:  # a GPU share per job wherever the instance or cluster has GPUs
-            num_gpus_per_job = 1 / jobs_per_gpu if ray.cluster_resources().get("GPU", 0) else 0.0
-        self.task = ray.remote(run_attempt).options(num_cpus=num_cpus_per_job, num_gpus=num_gpus_per_job, max_retries=0)
-        self.num_cpus_per_job = num_cpus_per_job
+        if num_gpus_per_job is None:  # a GPU share per job (a GPU per process) wherever there are GPUs
+            share = procs_per_job if procs_per_job > 1 else 1 / jobs_per_gpu
+            num_gpus_per_job = share if ray.cluster_resources().get("GPU", 0) else 0.0
+        self.task = ray.remote(run_attempt).options(
+            num_cpus=threads_per_process * procs_per_job, num_gpus=num_gpus_per_job, max_retries=0
+        )
+        self.threads_per_process = threads_per_process
 
     def capacity(self) -> int:
         return 1 << 30  # Ray queues tasks until their resources are free
 
     def submit(self, attempts: list[Attempt]) -> list:
         # Ray sets each task's CUDA_VISIBLE_DEVICES to its GPU (empty without one); threads as local slots
-        threads = {"OMP_NUM_THREADS": str(self.num_cpus_per_job), "MKL_NUM_THREADS": str(self.num_cpus_per_job)}
+        threads = {"OMP_NUM_THREADS": str(self.threads_per_process), "MKL_NUM_THREADS": str(self.threads_per_process)}
         return [self.task.remote(replace(attempt, env={**attempt.env, **threads})) for attempt in attempts]
 
     def poll(self, handle) -> int | None:

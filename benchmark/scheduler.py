@@ -91,6 +91,7 @@ class Scheduler:
         timeout_s: float | None,
         extra_flags: tuple[str, ...] = (),
         extra_env: dict[str, str] | None = None,
+        baseline_launcher: tuple[str, ...] = (sys.executable,),
         console: Console | None = None,
     ):
         self.states = {job.key: JobState(job) for job in jobs}
@@ -100,6 +101,7 @@ class Scheduler:
         self.timeout_s = timeout_s
         self.extra_flags = extra_flags  # --track and its project, for baseline jobs
         self.extra_env = dict(extra_env or {})
+        self.baseline_launcher = baseline_launcher  # python, or torchrun for data-parallel jobs
         self.console = console or Console()
         self.started = time.monotonic()
 
@@ -178,7 +180,7 @@ class Scheduler:
         write_job_file(job.out_dir, job.argv)
         argv = (sys.executable, *job.argv)
         if job.is_baseline:
-            argv += self.extra_flags
+            argv = (*self.baseline_launcher, *job.argv, *self.extra_flags)
             if has_checkpoint(job.out_dir):
                 argv += ("--resume",)
         return Attempt(

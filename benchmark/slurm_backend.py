@@ -1,5 +1,6 @@
 """The Slurm backend, through ``submitit``: the attempts ready at one time go in as one job
-array; each array task requests ``cpus_per_task`` CPUs and ``gpus_per_node`` GPUs.
+array; each array task requests ``cpus_per_task`` CPUs and ``gpus_per_node`` GPUs on one node
+(a data-parallel job: torchrun there starts its processes, a share of the CPUs each).
 
 A task that Slurm preempts or that reaches its time limit is requeued by submitit
 (:class:`SubmititAttempt` is ``Checkpointable``) and continues from the job's checkpoint
@@ -9,6 +10,7 @@ A task that Slurm preempts or that reaches its time limit is requeued by submiti
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -60,18 +62,23 @@ def slurm_parameters(
 class SlurmBackend:
     name = "slurm"
 
-    def __init__(self, *, folder: Path, cluster: str | None, parameters: dict[str, Any]):
+    def __init__(self, *, folder: Path, cluster: str | None, parameters: dict[str, Any], threads_per_process: int = 0):
         # the node unpickles SubmititAttempt from this package: the checkout must be importable there
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         self.executor = submitit.AutoExecutor(folder=folder / "%j", cluster=cluster)
         self.executor.update_parameters(**parameters)
+        # torchrun gives each process 1 thread unless told: a process's share of the task's CPUs
+        self.env = {"OMP_NUM_THREADS": str(threads_per_process)} if threads_per_process else {}
 
     def capacity(self) -> int:
         return 1 << 30  # Slurm queues the array tasks
 
     def submit(self, attempts: list[Attempt]) -> list:
         with self.executor.batch():
-            jobs = [self.executor.submit(SubmititAttempt(), attempt) for attempt in attempts]
+            jobs = [
+                self.executor.submit(SubmititAttempt(), replace(attempt, env={**attempt.env, **self.env}))
+                for attempt in attempts
+            ]
         return jobs
 
     def poll(self, job) -> int | None:

@@ -28,6 +28,7 @@ field                  content
 ``git_commit``         the lm-gym checkout's commit (``"<sha>-dirty"`` with local changes), or null
 ``created``            ISO 8601 time the result was written
 ``device``             the torch device the run used
+``world_size``         optional: the number of processes of a data-parallel run (``torchrun``); 1 when absent
 ``samples``            optional: a few episodes of the final evaluation, each ``{"prompt": str,
                        "generation": str, "return": number}`` (:func:`episode_samples`; the
                        leaderboard shows them)
@@ -131,6 +132,7 @@ RESULT_SCHEMA: dict[str, Any] = {
         "git_commit": {"type": ["string", "null"]},
         "created": {"type": "string", "format": "date-time"},
         "device": {"type": "string"},
+        "world_size": {"type": "integer", "minimum": 1},
         "samples": {
             "type": "array",
             "maxItems": MAX_SAMPLES,
@@ -224,6 +226,7 @@ def make_result(
     checkpoint: str | None,
     device: str,
     samples: Sequence[Mapping[str, Any]] = (),
+    world_size: int = 1,
 ) -> dict[str, Any]:
     """A result with the bookkeeping fields filled in (schema version, versions, commit, time)."""
     return {
@@ -245,6 +248,7 @@ def make_result(
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device": device,
         "samples": [dict(sample) for sample in samples],
+        "world_size": world_size,
     }
 
 

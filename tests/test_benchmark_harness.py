@@ -19,7 +19,7 @@ import pytest
 from conftest import load_baseline
 
 from benchmark.attempt import LOG_FILE, Attempt, failure_cause, is_permanent
-from benchmark.placement import Slot, parse_gpus, plan_slots
+from benchmark.placement import Slot, launcher, parse_gpus, plan_slots
 from benchmark.suite import ROOT, SuiteError, expand_jobs, load_suite, render_flags
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.results import load_result
@@ -200,6 +200,21 @@ def test_slots_on_fake_gpus_and_cpu_workers():
     assert parse_gpus("0, 2") == ["0", "2"] and parse_gpus("none") == []
     with pytest.raises(ConfigurationError, match="--gpus"):
         parse_gpus("0,0")
+
+
+def test_data_parallel_jobs_take_several_gpus_or_cpu_shares():
+    assert plan_slots(["0", "1", "2", "3", "4"], procs_per_job=2, cpu_count=8) == [
+        Slot("gpu0+1.0", "0,1", 2),
+        Slot("gpu2+3.0", "2,3", 2),
+    ]
+    assert plan_slots([], threads_per_job=2, procs_per_job=2, cpu_count=8) == [
+        Slot(f"cpu.{k}", None, 2) for k in range(2)
+    ]
+    assert plan_slots([], workers=1, procs_per_job=2, cpu_count=8) == [Slot("cpu.0", None, 4)]
+    with pytest.raises(ConfigurationError, match="--procs-per-job 2 takes 2 whole GPUs per job"):
+        plan_slots(["0", "1"], jobs_per_gpu=2, procs_per_job=2)
+    assert launcher(1) == (sys.executable,)
+    assert launcher(2)[1:] == ("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2")
 
 
 def test_jobs_get_their_gpu_through_cuda_visible_devices(tmp_path):
@@ -519,6 +534,29 @@ def test_the_smoke_suites_prompts_jobs_run_with_the_real_baselines_and_report(tm
     board = json.loads((out / "smoke" / "board" / "board.json").read_text())
     assert len(board["entries"]) == 2 and all("lm_gym/Prompts-v0" in entry["tasks"] for entry in board["entries"])
     assert (out / "smoke" / "board" / "index.html").is_file()
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        ["--backend", "local", "--workers", "1"],
+        pytest.param(["--backend", "slurm", "--submitit-cluster", "local"], marks=pytest.mark.slow),
+        pytest.param(["--backend", "ray", "--gpus", "none"], marks=pytest.mark.slow),
+    ],
+    ids=["local", "slurm", "ray"],
+)
+def test_data_parallel_jobs_run_under_torchrun(backend, tmp_path):
+    if backend[1] != "local":
+        pytest.importorskip(backend[1] if backend[1] == "ray" else "submitit")
+    out = tmp_path / "runs"
+    harness(
+        "--suite", "smoke", "--tasks", "prompts", "--algos", "ppo", "grpo", "--out", out, "--procs-per-job", 2, *backend
+    )
+    runs = results(out / "smoke")
+    assert set(runs) == {"prompts/ppo/seed1", "prompts/grpo/seed1"}
+    assert all(result["world_size"] == 2 for result in runs.values())
+    log = (out / "smoke" / "prompts" / "ppo" / "seed1" / LOG_FILE).read_text()
+    assert "-m torch.distributed.run --standalone --nproc_per_node=2" in log and "x 2 processes" in log
 
 
 def _alive(pid: int) -> bool:

@@ -18,6 +18,8 @@ they share lives here, one module per job:
 * :mod:`lm_toolkit.objectives`: PPO's clipped surrogate, turn batches, optimizer steps and
   schedules, data order, statistics.
 * :mod:`lm_toolkit.runs`: seeding, device, W&B, curves, atomic checkpoint/resume, ``result.json``.
+* :mod:`lm_toolkit.distributed`: data-parallel runs under ``torchrun`` (shards, gradient averaging,
+  losses and statistics over every process).
 
 Scripts run as ``python baselines/<file>.py`` find this package beside them (the script's
 folder is first on ``sys.path``).

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from lm_toolkit import distributed
 from lm_toolkit.rollouts import Turn
 from lm_toolkit.tokens import pad, padded_floats
 
@@ -78,11 +79,14 @@ def anneal(
 
 
 def optimizer_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, parameters, max_grad_norm: float) -> None:
-    """Backward, clip the global gradient norm (0: no clipping), step; a non-finite loss stops the run."""
+    """Backward, average the gradients over the processes of a data-parallel run, clip the global
+    gradient norm (0: no clipping), step; a non-finite loss stops the run."""
     if not math.isfinite(loss.item()):
         raise FloatingPointError(f"non-finite loss {loss.item()}")
+    parameters = list(parameters)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    distributed.average_gradients(parameters)
     if max_grad_norm > 0:
         nn.utils.clip_grad_norm_(parameters, max_grad_norm)
     optimizer.step()
@@ -133,6 +137,10 @@ class Stats:
             self.values.setdefault(key, []).append(value.item() if isinstance(value, torch.Tensor) else float(value))
 
     def means(self) -> dict[str, float]:
+        """The means (over the processes too, in a data-parallel run), emptying the collection."""
         means = {key: float(np.mean(values)) for key, values in self.values.items()}
         self.values = {}
+        if distributed.world_size() > 1:
+            every = distributed.gather(means)
+            means = {key: float(np.mean([m[key] for m in every if key in m])) for key in every[0]}
         return means

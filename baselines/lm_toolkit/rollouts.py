@@ -46,7 +46,7 @@ class TextPolicy:
     def queries(self, observations: Sequence[str]) -> list[list[int]]:
         return encode_prompts(self.tokenizer, observations, self.lengths)
 
-    def sample(self, queries: Sequence[Sequence[int]], greedy: bool = False) -> Samples:
+    def sample(self, queries: Sequence[Sequence[int]], greedy: bool = False, uniforms=None) -> Samples:
         return sample(
             self.model,
             queries,
@@ -57,6 +57,7 @@ class TextPolicy:
             temperature=self.temperature,
             value_head=self.value_head,
             hook=self.hook,
+            uniforms=uniforms,
         )
 
     def score(
@@ -111,24 +112,45 @@ class Round:
     turns: list[Turn] = field(default_factory=list)
 
     def mean_metrics(self) -> dict[str, float]:
-        """``mean_<key>`` of the episodes' numeric ``info["metrics"]`` (training curves)."""
-        keys = {key for episode in self.metrics for key in episode}
-        return {f"mean_{key}": float(np.mean([m[key] for m in self.metrics if key in m])) for key in sorted(keys)}
+        return mean_metrics(self.metrics)
 
 
-def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool = False) -> Round:
-    """Every sub-env plays one episode from ``venv.reset(seed=seed)`` (a list: one seed per sub-env)."""
+def mean_metrics(episodes: Sequence[dict[str, float]]) -> dict[str, float]:
+    """``mean_<key>`` of the episodes' numeric ``info["metrics"]`` (training curves)."""
+    keys = {key for episode in episodes for key in episode}
+    return {f"mean_{key}": float(np.mean([m[key] for m in episodes if key in m])) for key in sorted(keys)}
+
+
+def episode_uniforms(episode_seeds: Sequence[int], rows: Sequence[int], turn: int, width: int) -> torch.Tensor:
+    """The random numbers of a turn's draws, ``width`` per row: a function of the row's episode seed,
+    its index in the whole batch and the turn only, so an episode is sampled alike whatever else is
+    in the batch (another batch size, another process of a data-parallel run)."""
+    return torch.from_numpy(
+        np.stack([np.random.default_rng([seed, row, turn]).random(width) for seed, row in zip(episode_seeds, rows)])
+    )
+
+
+def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool = False, first_env: int = 0) -> Round:
+    """Every sub-env plays one episode from ``venv.reset(seed=seed)`` (a list: one seed per sub-env).
+
+    Sub-env ``i`` is row ``first_env + i`` of the whole batch (a data-parallel run's processes each
+    play a part); its draws come from :func:`episode_uniforms`."""
     observations, _ = venv.reset(seed=seed if isinstance(seed, int) else list(seed))
+    episode_seeds = [seed + i for i in range(venv.num_envs)] if isinstance(seed, int) else list(seed)
     active = np.ones(venv.num_envs, dtype=bool)
     totals = np.zeros(venv.num_envs)
     metrics: list[dict[str, float]] = [{} for _ in range(venv.num_envs)]
     finals: list[dict[str, Any]] = [{} for _ in range(venv.num_envs)]
     turns: list[Turn] = []
     max_chars = venv.single_action_space.max_length
-    for _ in range(MAX_TURNS):
+    for turn in range(MAX_TURNS):
         indices = np.flatnonzero(active)
         queries = policy.queries([observations[i] for i in indices])
-        samples = policy.sample(queries, greedy)
+        uniforms = None
+        if not greedy:
+            seeds = [episode_seeds[i] for i in indices]
+            uniforms = episode_uniforms(seeds, (first_env + indices).tolist(), turn, policy.lengths.max_new_tokens)
+        samples = policy.sample(queries, greedy, uniforms)
         texts = policy.tokenizer.batch_decode(samples.responses, skip_special_tokens=True)
         actions = [""] * venv.num_envs  # finished sub-envs: NextStep autoreset ignores their action
         for i, text in zip(indices, texts, strict=True):
@@ -160,9 +182,10 @@ def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool
 
 
 def evaluate(venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: bool, perplexity_model: str | None = None):
-    """``num_episodes`` validation episodes (episode j reset with seed ``seed + j``), sampled with
-    torch seeded by ``seed`` in a forked RNG (training's random streams stay untouched), so every
-    evaluation of every run plays the same episodes with the same random numbers.
+    """``num_episodes`` validation episodes (episode j reset with seed ``seed + j`` and sampled
+    with :func:`episode_uniforms` of row j), so every evaluation of every run plays the same
+    episodes with the same random numbers, whatever the batch size, and training's random
+    streams are untouched.
 
     Returns the evaluation (``lm_gym.results.summarize_episodes``: returns, per-episode metrics
     and the task's corpus metrics) and a few sample episodes; ``(None, [])`` without episodes.
@@ -173,15 +196,12 @@ def evaluate(venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: boo
     was_training = policy.model.training
     policy.model.eval()
     returns, metrics, finals = [], [], []
-    device = policy.model.device
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        torch.manual_seed(seed)
-        for first in range(0, num_episodes, venv.num_envs):
-            played = play_round(venv, policy, seed + first, greedy)
-            counted = min(venv.num_envs, num_episodes - first)  # sub-envs beyond this play seeds that are not needed
-            returns.extend(played.returns[:counted].tolist())
-            metrics.extend(played.metrics[:counted])
-            finals.extend(played.finals[:counted])
+    for first in range(0, num_episodes, venv.num_envs):
+        played = play_round(venv, policy, seed + first, greedy, first_env=first)
+        counted = min(venv.num_envs, num_episodes - first)  # sub-envs beyond this play seeds that are not needed
+        returns.extend(played.returns[:counted].tolist())
+        metrics.extend(played.metrics[:counted])
+        finals.extend(played.finals[:counted])
     policy.model.train(was_training)
     corpus = corpus_metrics(venv, finals, language_model=perplexity_model)
     return summarize_episodes(returns, metrics, corpus), episode_samples(finals, returns)

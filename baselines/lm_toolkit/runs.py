@@ -1,6 +1,9 @@
 """A baseline run's bookkeeping: seeding and device, the step loop's schedule (evaluation, curves,
 W&B, time limit, checkpoints), atomic checkpoint/resume and ``result.json``.
 
+In a data-parallel run (``torchrun``, :mod:`lm_toolkit.distributed`) every process runs the
+loop; rank 0 alone evaluates, logs, saves and writes ``result.json``, and the time limit is its clock's.
+
 A checkpoint is a folder ``out_dir/checkpoint``: the policy and tokenizer (``save_pretrained``),
 named sub-models (the frozen reference, a mask model, a value trunk), extra files, and
 ``trainer_state.pt`` with the algorithm's state (optimizer, ...), the run's own (step, curves,
@@ -26,6 +29,8 @@ import torch
 from tqdm.auto import tqdm
 
 from lm_gym.results import make_result, write_result
+from lm_toolkit import distributed
+from lm_toolkit.rollouts import mean_metrics
 
 TRAINER_STATE = "trainer_state.pt"
 
@@ -61,11 +66,13 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def setup(args) -> tuple[torch.device, contextlib.AbstractContextManager]:
-    """Threads, seeds, the device (``--device``, else cuda when available) and the bf16 autocast context."""
+    """Threads, the process group under ``torchrun``, seeds (each process its own), the device
+    (``--device``, else cuda when available; a process's own GPU under ``torchrun``) and the bf16
+    autocast context."""
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
-    seed_everything(args.seed)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = distributed.join(args.device)
+    seed_everything(distributed.process_seed(args.seed))
     if args.bf16 and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise ValueError(f"--bf16: device {device} does not support bfloat16")
     return device, torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=args.bf16)
@@ -119,6 +126,7 @@ class Run:
         self.tracker = None
         self.progress = None
         self.total = 0
+        self.communicated = 0.0  # distributed.communication_seconds() at the last rollout row
 
     def source(self, name: str | None) -> str | None:
         """Where to load the policy from: the checkpoint when resuming, else ``name``."""
@@ -136,16 +144,20 @@ class Run:
     def begin(
         self, trained: Sequence[Any], description: str, evaluate: Callable[[], tuple[dict | None, list[dict]]]
     ) -> None:
-        """Announce the run (the size of the ``trained`` modules, ``description``), start W&B (``--track``)
-        and evaluate the starting policy exactly as the final one."""
+        """Give every process rank 0's ``trained`` modules, announce the run (their size, ``description``),
+        start W&B (``--track``) and evaluate the starting policy exactly as the final one."""
+        distributed.broadcast_modules(trained)
+        if not distributed.is_main():
+            return
         parameters = sum(
             p.numel() for module in trained if module is not None for p in module.parameters() if p.requires_grad
         )
         device = next(trained[0].parameters()).device
         resumed = f", resumed at step {self.step}" if self.resuming else ""
+        processes = f" x {distributed.world_size()} processes" if distributed.world_size() > 1 else ""
         print(
             f"{self.algorithm} on {self.args.env_id}, seed {self.args.seed}: {parameters / 1e6:.2f}M trainable "
-            f"parameters on {device}, {description}{resumed}, writing to {self.out_dir}"
+            f"parameters on {device}{processes}, {description}{resumed}, writing to {self.out_dir}"
         )
         if self.args.track:
             import wandb
@@ -160,7 +172,13 @@ class Run:
     def steps(self, total: int) -> Iterator[int]:
         """Step numbers from after the last saved one up to ``total``, with a progress bar."""
         self.total = total
-        self.progress = tqdm(total=total, initial=min(self.step, total), desc=self.algorithm, dynamic_ncols=True)
+        self.progress = tqdm(
+            total=total,
+            initial=min(self.step, total),
+            desc=self.algorithm,
+            dynamic_ncols=True,
+            disable=not distributed.is_main(),
+        )
         for step in range(self.step + 1, total + 1):
             self.step = step
             yield step
@@ -169,7 +187,10 @@ class Run:
     def count(
         self, *, tokens: int = 0, token_seconds: float = 0.0, episodes: int = 0, episode_seconds: float = 0.0
     ) -> None:
-        """Add to the throughput counters (``tokens_per_s`` and ``episodes_per_s`` of ``result.json``)."""
+        """Add to the throughput counters (``tokens_per_s`` and ``episodes_per_s`` of ``result.json``):
+        tokens and episodes of every process, seconds of this one."""
+        if distributed.world_size() > 1:
+            tokens, episodes = distributed.all_sum(np.array([tokens, episodes], dtype=float)).tolist()
         for key, value in (
             ("tokens", tokens),
             ("token_seconds", token_seconds),
@@ -179,27 +200,32 @@ class Run:
             self.counters[key] += value
 
     def rollout_row(
-        self,
-        returns: np.ndarray,
-        metrics: Mapping[str, float],
-        token_mask: torch.Tensor,
-        optimizer,
-        started: float,
-        rollout_seconds: float,
+        self, rollout, token_mask: torch.Tensor, optimizer, started: float, rollout_seconds: float
     ) -> dict[str, Any]:
         """The curves entries every on-policy iteration reports (returns, response length, learning rate,
-        times, the episodes' metrics), counted into the throughput too."""
+        times, the episodes' metrics) over every process's ``rollout`` (a ``rollouts.Round``), counted
+        into the throughput too."""
         seconds = time.time() - started  # rollout and update, without evaluation
-        self.count(
-            tokens=int(token_mask.sum()), token_seconds=rollout_seconds, episodes=len(returns), episode_seconds=seconds
-        )
+        tokens, turns = distributed.all_sum(np.array([float(token_mask.sum()), len(token_mask)])).tolist()
+        everyone = distributed.gather((rollout.returns, rollout.metrics))
+        returns = np.concatenate([returns for returns, _ in everyone])
+        metrics = mean_metrics([m for _, episodes in everyone for m in episodes])
+        self.counters["tokens"] += tokens
+        self.counters["token_seconds"] += rollout_seconds
+        self.counters["episodes"] += len(returns)
+        self.counters["episode_seconds"] += seconds
+        communication = {}
+        if distributed.world_size() > 1:  # this process's time in collectives during the iteration
+            communication = {"communication_seconds": distributed.communication_seconds() - self.communicated}
+            self.communicated += communication["communication_seconds"]
         return {
             "mean_return": float(returns.mean()),
-            "response_tokens": float(token_mask.sum(1).mean()),
+            "response_tokens": tokens / turns,
             "learning_rate": optimizer.param_groups[0]["lr"],
             "seconds": seconds,
             "rollout_seconds": rollout_seconds,
             **metrics,
+            **communication,
         }
 
     def window_row(self, stats, **extra: float) -> dict[str, Any]:
@@ -214,12 +240,12 @@ class Run:
         """After a step: evaluate when due (``--eval-every``), at the last step or past ``--time-limit-minutes``;
         record ``row`` (when it or the evaluation has entries) in the curves and W&B; save when due
         (``--save-every``) or at the end. Returns whether the run stops here."""
-        args, step = self.args, self.step
-        out_of_time = (
+        args, step, main = self.args, self.step, distributed.is_main()
+        out_of_time = distributed.agree(
             args.time_limit_minutes is not None and time.time() - self.start_time > 60 * args.time_limit_minutes
         )
         last = step >= self.total or out_of_time
-        if (args.eval_every and step % args.eval_every == 0) or last:
+        if main and ((args.eval_every and step % args.eval_every == 0) or last):
             evaluation, samples = evaluate()
             if evaluation is not None:
                 row = {**row, **{f"eval/{key}": value for key, value in evaluation.items()}}
@@ -230,7 +256,7 @@ class Run:
                 self.tracker.log(row, step=step)
         self.progress.update(1)
         self.progress.set_postfix({key: f"{row[key]:.4g}" for key in show if key in row})
-        if (args.save_every and step % args.save_every == 0) or last:
+        if main and ((args.save_every and step % args.save_every == 0) or last):
             save()
         if last:
             self.progress.close()
@@ -278,7 +304,12 @@ class Run:
         return self.elapsed_before + time.time() - self.start_time
 
     def finish(self, device: torch.device) -> dict[str, Any]:
-        """Write ``result.json`` (``lm_gym.results``): the final evaluation is the last step's."""
+        """Write ``result.json`` (``lm_gym.results``; the final evaluation is the last step's) and return it;
+        leave the process group. The other processes of a data-parallel run write nothing and return ``{}``."""
+        main, world_size = distributed.is_main(), distributed.world_size()
+        distributed.leave()
+        if not main:
+            return {}
         final_eval = eval_entries(self.curves[-1]) if self.curves else {}
         counters = self.counters
         result = make_result(
@@ -298,6 +329,7 @@ class Run:
             checkpoint=self.checkpoint_dir.name,
             device=str(device),
             samples=self.samples,
+            world_size=world_size,
         )
         write_result(self.out_dir, result)
         print(

@@ -172,11 +172,13 @@ def log_probs_of(
     return torch.log_softmax(logits, dim=-1)
 
 
-def draw(log_probs: torch.Tensor) -> torch.Tensor:
+def draw(log_probs: torch.Tensor, uniforms: torch.Tensor | None = None) -> torch.Tensor:
     """One token per row from its log-probs, by inverse-CDF sampling: one uniform number per row
-    against the cumulative probabilities (``torch.multinomial`` takes about 50 times longer on CPU)."""
+    (``uniforms``, shape (B,), else fresh from torch's generator) against the cumulative probabilities
+    (``torch.multinomial`` takes about 50 times longer on CPU)."""
     cdf = log_probs.exp().cumsum(-1)
-    tokens = torch.searchsorted(cdf, torch.rand_like(cdf[:, -1:]) * cdf[:, -1:], right=True).squeeze(-1)
+    u = torch.rand_like(cdf[:, -1]) if uniforms is None else uniforms.to(cdf.device, cdf.dtype)
+    tokens = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).squeeze(-1)
     return torch.where(
         tokens < cdf.shape[-1], tokens, log_probs.argmax(-1)
     )  # u * total rounded up to the total: p ~ 1e-7
@@ -222,8 +224,10 @@ def sample(
     temperature: float = 1.0,
     value_head=None,
     hook: LogitsHook | None = None,
+    uniforms: torch.Tensor | None = None,
 ) -> Samples:
-    """Responses to ``queries`` sampled (or, ``greedy``, decoded) with the KV cache."""
+    """Responses to ``queries`` sampled (or, ``greedy``, decoded) with the KV cache; ``uniforms``
+    (B, max_new_tokens) are the random numbers of the draws, row by row (default: torch's generator)."""
     needs_hidden = value_head is not None or (hook is not None and hook.needs_hidden)
     prefix = Prefix(model, queries, pad_id, needs_hidden, growing=True)
     if hook is not None:
@@ -237,7 +241,8 @@ def sample(
     for t in range(max_new):
         logits = prefix.logits if hook is None else hook(t, prefix.logits, prefix.hidden)
         step_log_probs = log_probs_of(logits[:, None], temperature, eos_id, lengths.min_new_tokens, t)[:, 0]
-        token = (step_log_probs.argmax(-1) if greedy else draw(step_log_probs)).masked_fill(finished, pad_id)
+        u = None if uniforms is None else uniforms[:, t]
+        token = (step_log_probs.argmax(-1) if greedy else draw(step_log_probs, u)).masked_fill(finished, pad_id)
         tokens[:, t], log_probs[:, t] = token, step_log_probs.gather(-1, token[:, None]).squeeze(-1)
         if value_head is not None:
             values[:, t] = value_head(prefix.hidden.float()).squeeze(-1)

@@ -30,9 +30,16 @@ HERE = Path(__file__).resolve().parent
 
 
 def baseline_args(
-    algorithm: str, model_dir: Path, iterations: int, out_dir: str, beta: float, device: str = "cpu", bf16: bool = False
+    algorithm: str,
+    model_dir: Path,
+    iterations: int,
+    out_dir: str,
+    beta: float,
+    device: str = "cpu",
+    bf16: bool = False,
+    threads: int | None = None,
 ) -> list[str]:
-    """The baseline's command line for the standard workload."""
+    """The baseline's command line for the standard workload (``threads``: torch's, default ``OMP_NUM_THREADS``)."""
     common = [
         "--env-id",
         "lm_gym/Prompts-v0",
@@ -60,7 +67,7 @@ def baseline_args(
         "--out-dir",
         out_dir,
         "--torch-threads",
-        str(torch_threads()),
+        str(threads or torch_threads()),
         "--device",
         device,
         *(["--bf16"] if bf16 else []),
