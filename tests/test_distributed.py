@@ -54,8 +54,8 @@ def largest_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -
 @pytest.mark.parametrize(
     ("script", "flags"),
     [
-        ("ppo.py", ["--num-envs", "8", "--num-minibatches", "1"]),
-        ("grpo.py", ["--num-prompts", "4", "--group-size", "2", "--num-minibatches", "1", "--learning-rate", "1e-4"]),
+        ("ppo.py", ["--num-envs", "8", "--num-minibatches", "1", "--learning-rate", "1e-3"]),
+        ("grpo.py", ["--num-prompts", "4", "--group-size", "2", "--num-minibatches", "1", "--learning-rate", "1e-3"]),
     ],
 )
 def test_two_processes_update_as_one_on_the_whole_batch(script, flags, tmp_path):
@@ -70,10 +70,11 @@ def test_two_processes_update_as_one_on_the_whole_batch(script, flags, tmp_path)
     assert first["response_tokens"] == second["response_tokens"] and first["kl"] == pytest.approx(
         second["kl"], abs=1e-5
     )
-    # the same update: the gradients of the whole batch's mean loss, averaged over the processes
+    # the same update: the gradients of the whole batch's mean loss, averaged over the processes (Adam's
+    # first step is about lr * sign(gradient) per weight: a gradient of another direction moves weights apart)
     moved = largest_difference(weights(tmp_path / "one"), weights(tmp_path / "one", "reference"))
     apart = largest_difference(weights(tmp_path / "one"), weights(tmp_path / "two"))
-    assert moved > 1e-5 and apart < moved * 1e-3, (moved, apart)
+    assert moved > 5e-4 and apart < moved * 1e-2, (moved, apart)
 
 
 def test_offline_baselines_split_each_batch(tmp_path):

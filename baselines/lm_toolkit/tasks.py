@@ -6,20 +6,13 @@ nothing builds an env (and its data, its reward model) to look at a signature.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
 
 import lm_gym  # noqa: F401  (registers the envs)
-from lm_gym.core.registration import task_class
-
-
-def split_kwargs(env_id: str, env_kwargs: dict[str, Any], split: str) -> dict[str, Any]:
-    """``env_kwargs`` plus ``split`` when the task takes one (tasks without splits are played as they are)."""
-    takes_split = "split" in inspect.signature(task_class(env_id).__init__).parameters
-    return {**env_kwargs, "split": split} if takes_split else dict(env_kwargs)
+from lm_gym.core.registration import split_kwargs, task_class
 
 
 def make_vector_env(env_id: str, env_kwargs: dict[str, Any], split: str, num_envs: int) -> gymnasium.vector.VectorEnv:

@@ -12,6 +12,7 @@ so each id's pair is named in :mod:`lm_gym.envs`. The task class is named by a
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 import gymnasium
@@ -45,6 +46,12 @@ def task_class(env_id: str) -> type[TextEnv]:
         raise ConfigurationError(f"{safe_repr(env_id)} is not an lm-gym task; registered: {sorted(TASKS)}")
     module, _, name = TASKS[env_id].partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def split_kwargs(env_id: str, env_kwargs: dict[str, Any], split: str) -> dict[str, Any]:
+    """``env_kwargs`` plus ``split`` when task ``env_id`` takes one (tasks without splits are played as they are)."""
+    takes_split = "split" in inspect.signature(task_class(env_id).__init__).parameters
+    return {**env_kwargs, "split": split} if takes_split else dict(env_kwargs)
 
 
 def make_env(env_id: str, *, action_level: str = "utterance", **kwargs: Any) -> gymnasium.Env:
