@@ -78,7 +78,19 @@ def test_two_processes_update_as_one_on_the_whole_batch(script, flags, tmp_path)
 
 
 def test_offline_baselines_split_each_batch(tmp_path):
-    common = [*PROMPTS, "--max-steps", "2", "--batch-size", "8", "--eval-episodes", "0", "--learning-rate", "1e-3"]
+    imdb = ["--env-id", "lm_gym/IMDB-v0", "--env-kwargs", '{"source": "synthetic"}', "--max-examples", "64"]
+    common = [
+        *imdb,
+        *PROMPTS[2:],
+        "--max-steps",
+        "2",
+        "--batch-size",
+        "8",
+        "--eval-episodes",
+        "0",
+        "--learning-rate",
+        "1e-3",
+    ]
     alone = launch("sft.py", tmp_path / "one", 1, *common)
     together = launch("sft.py", tmp_path / "two", 2, *common)
     assert together["world_size"] == 2
