@@ -1,6 +1,8 @@
 """lm_gym.integrations.trl: TRL's GRPOTrainer trains on lm-gym tasks, scored exactly as the envs score."""
 
 import json
+import re
+from pathlib import Path
 
 import gymnasium
 import pytest
@@ -16,6 +18,7 @@ from lm_gym.integrations.trl import (
     rollout_function,
 )
 
+README = Path(__file__).resolve().parents[1] / "README.md"
 COMMONGEN = ("lm_gym/CommonGen-v0", {"source": "synthetic"})
 WORDLE = ("lm_gym/Wordle-v0", {"num_answers": 20})
 
@@ -199,3 +202,15 @@ def test_grpo_trainer_plays_whole_games_of_a_multi_turn_task(tmp_path):
             assert len(ids) == len(mask) and ids[-1] == tokenizer.eos_token_id and 1 in mask
     # the env's feedback lines are in the episodes, masked out of the loss
     assert any(0 in mask for played in rollouts for mask in played["env_mask"])
+
+
+def test_the_readme_example_runs_as_written(tmp_path, monkeypatch):
+    """The README's "Use from TRL" block, executed (it writes under runs/trl: here, a temporary folder)."""
+    pytest.importorskip("trl")
+    text = README.read_text(encoding="utf-8")
+    block = re.match(r"\s*```python\n(.*?)\n```", text.split("<!-- readme-example: trl -->", 1)[1], re.DOTALL)
+    assert block, "a ```python block must follow the trl marker in README.md"
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "readme_trl"}
+    exec(compile(block.group(1), str(README), "exec"), namespace)  # noqa: S102 - the project's own README
+    assert namespace["config"].max_steps == 2
