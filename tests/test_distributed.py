@@ -77,22 +77,14 @@ def test_two_processes_update_as_one_on_the_whole_batch(script, flags, tmp_path)
     assert moved > 5e-4 and apart < moved * 1e-2, (moved, apart)
 
 
-def test_offline_baselines_split_each_batch(tmp_path):
-    imdb = ["--env-id", "lm_gym/IMDB-v0", "--env-kwargs", '{"source": "synthetic"}', "--max-examples", "64"]
-    common = [
-        *imdb,
-        *PROMPTS[2:],
-        "--max-steps",
-        "2",
-        "--batch-size",
-        "8",
-        "--eval-episodes",
-        "0",
-        "--learning-rate",
-        "1e-3",
-    ]
-    alone = launch("sft.py", tmp_path / "one", 1, *common)
-    together = launch("sft.py", tmp_path / "two", 2, *common)
+@pytest.mark.parametrize(
+    ("script", "flags"), [("sft.py", ["--max-examples"]), ("ilql.py", ["--warmup-steps", "0", "--max-trajectories"])]
+)
+def test_offline_baselines_split_each_batch(script, flags, tmp_path):
+    imdb = ["--env-id", "lm_gym/IMDB-v0", "--env-kwargs", '{"source": "synthetic"}', *flags, "64"]
+    steps = ["--max-steps", "2", "--batch-size", "8", "--eval-episodes", "0", "--learning-rate", "1e-3"]
+    alone = launch(script, tmp_path / "one", 1, *imdb, *PROMPTS[2:], *steps)
+    together = launch(script, tmp_path / "two", 2, *imdb, *PROMPTS[2:], *steps)
     assert together["world_size"] == 2
     assert alone["curves"][-1]["loss"] == pytest.approx(together["curves"][-1]["loss"], rel=1e-4)
     assert largest_difference(weights(tmp_path / "one"), weights(tmp_path / "two")) < 1e-5
