@@ -120,6 +120,77 @@ def gae(
     return advantages
 
 
+def advantages_and_returns(
+    actor: TextPolicy, reference, batch: TurnBatch, turns: list[Turn], kl_coef: float, args: Args
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per token: the advantages (GAE, normalised over every process's tokens), the value targets and the
+    KL estimate to ``reference``. The reward: ``-kl_coef * KL`` per token, plus the env's on the last one."""
+    token_mask = batch.response_mask.float()
+    chunks = np.array_split(np.arange(len(turns)), args.num_minibatches)  # no rollout-sized (B, T, V) buffer
+    with torch.no_grad():
+        ref_log_probs = torch.cat([actor.score(*batch.rows(c), model=reference).log_probs for c in chunks])
+    kl = (batch.old_log_probs - ref_log_probs) * token_mask
+    rewards = -kl_coef * kl
+    last = token_mask.sum(1).long() - 1
+    rewards[torch.arange(len(turns)), last] += torch.tensor([t.reward for t in turns], device=kl.device)
+    num_envs = max(t.env for t in turns) + 1
+    values = batch.old_values.cpu().numpy()
+    advantages = gae(turns, rewards.cpu().numpy(), values, num_envs, args.gamma, args.gae_lambda)
+    advantages = torch.tensor(advantages, device=kl.device)
+    returns = advantages + batch.old_values
+    mean, std = distributed.masked_moments(advantages, token_mask.bool())  # over every process's tokens
+    return (advantages - mean) / (std + 1e-8) * token_mask, returns, kl
+
+
+def update(
+    actor: TextPolicy,
+    optimizer: torch.optim.Optimizer,
+    parameters: list[torch.Tensor],
+    batch: TurnBatch,
+    turns: list[Turn],
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    args: Args,
+    mask: ActionMask | None = None,
+) -> Stats:
+    """PPO's update: ``--update-epochs`` epochs of ``--num-minibatches`` minibatches of turns (the policy in
+    eval mode: dropout off, so log-probs match the rollout's), clipped policy and value losses."""
+    token_mask, old_values, width = batch.response_mask.float(), batch.old_values, batch.response_mask.shape[1]
+    stats = Stats()
+    for _ in range(args.update_epochs):
+        order = torch.randperm(len(turns)).numpy()
+        for mb in np.array_split(order, args.num_minibatches):  # as many on every process
+            keep = mask.allowed(turns, mb, width) if mask else None
+            entropy = "loss" if args.ent_coef else "statistic"
+            new = actor.score(*batch.rows(mb), value_head=actor.value_head, keep=keep, entropy=entropy)
+            m, count = token_mask[mb], token_mask[mb].sum()
+            pg_loss, pg_stats = clipped_surrogate(
+                new.log_probs, batch.old_log_probs[mb], advantages[mb], m, args.clip_coef
+            )
+            value_error = (new.values - returns[mb]) ** 2
+            if args.clip_vloss:
+                clipped = old_values[mb] + (new.values - old_values[mb]).clamp(-args.clip_coef, args.clip_coef)
+                value_error = torch.max(value_error, (clipped - returns[mb]) ** 2)
+            vf_loss = 0.5 * (value_error * m).sum() / count
+            entropy = (new.entropy * m).sum() / count
+            loss = pg_loss + args.vf_coef * vf_loss - args.ent_coef * entropy
+            optimizer_step(optimizer, loss * distributed.weight(count), parameters, args.max_grad_norm)
+            stats.add(pg_loss=pg_loss, vf_loss=vf_loss, entropy=entropy, **pg_stats)
+            if args.target_kl is not None and distributed.mean(pg_stats["approx_kl"]) > args.target_kl:
+                return stats
+    return stats
+
+
+def adapt_kl_coef(kl_coef: float, kl: torch.Tensor, num_turns: int, args: Args) -> tuple[float, float]:
+    """The adaptive KL controller's next coefficient, from ``kl``'s mean over every process's utterances
+    of the summed per-token KL; returns it and that mean."""
+    kl_sum, num_turns = distributed.all_sum(np.array([float(kl.sum()), num_turns])).tolist()
+    mean_kl = kl_sum / num_turns
+    if args.kl_target is not None:
+        kl_coef *= 1.0 + float(np.clip(mean_kl / args.kl_target - 1.0, -0.2, 0.2)) * args.num_envs / args.kl_horizon
+    return kl_coef, mean_kl
+
+
 def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMask] | None = None) -> dict:
     """Train; ``action_mask(policy, tokenizer, lengths, run)`` builds the restriction that makes this NLPO."""
     env_kwargs, model_config = check_args(
@@ -182,75 +253,17 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         with autocast:
             seed = args.seed * 1_000_003 + iteration * args.num_envs + first_env
             rollout = play_round(train_env, actor, seed, first_env=first_env)
-        turns = rollout.turns
-        batch = TurnBatch.of(turns, tokenizer.pad_token_id, device)
-        token_mask = batch.response_mask.float()
-        width = token_mask.shape[1]
-
-        # ---- reference log-probs, a minibatch of turns at a time (no rollout-sized (B, T, vocabulary) buffer)
-        chunks = np.array_split(np.arange(len(turns)), args.num_minibatches)
-        with torch.no_grad(), autocast:
-            ref_log_probs = torch.cat([actor.score(*batch.rows(c), model=reference).log_probs for c in chunks])
-        kl = (batch.old_log_probs - ref_log_probs) * token_mask
-        rewards = -kl_coef * kl
-        last = token_mask.sum(1).long() - 1
-        rewards[torch.arange(len(turns)), last] += torch.tensor(
-            [t.reward for t in turns], device=device, dtype=rewards.dtype
-        )
-
-        # ---- GAE over each episode's tokens
-        old_values = batch.old_values
-        advantages = torch.tensor(
-            gae(turns, rewards.cpu().numpy(), old_values.cpu().numpy(), num_envs, args.gamma, args.gae_lambda),
-            device=device,
-        )
-        returns = advantages + old_values
-        valid = token_mask.bool()
-        mean, std = distributed.masked_moments(advantages, valid)  # over every process's tokens
-        advantages = (advantages - mean) / (std + 1e-8) * token_mask
+        batch = TurnBatch.of(rollout.turns, tokenizer.pad_token_id, device)
+        with autocast:
+            advantages, returns, kl = advantages_and_returns(actor, reference, batch, rollout.turns, kl_coef, args)
         rollout_seconds = time.time() - iteration_start  # generation, scoring, forward passes, advantages
-
-        # ---- PPO update (the policy stays in eval mode: dropout off, so log-probs match the rollout's)
-        stats, stop = Stats(), False
-        for _ in range(args.update_epochs):
-            order = torch.randperm(len(turns)).numpy()
-            for mb in np.array_split(order, args.num_minibatches):  # as many on every process
-                keep = mask.allowed(turns, mb, width) if mask else None
-                with autocast:
-                    new = actor.score(
-                        *batch.rows(mb),
-                        value_head=value_head,
-                        keep=keep,
-                        entropy="loss" if args.ent_coef else "statistic",
-                    )
-                m, count = token_mask[mb], token_mask[mb].sum()
-                pg_loss, pg_stats = clipped_surrogate(
-                    new.log_probs, batch.old_log_probs[mb], advantages[mb], m, args.clip_coef
-                )
-                value_error = (new.values - returns[mb]) ** 2
-                if args.clip_vloss:
-                    clipped = old_values[mb] + (new.values - old_values[mb]).clamp(-args.clip_coef, args.clip_coef)
-                    value_error = torch.max(value_error, (clipped - returns[mb]) ** 2)
-                vf_loss = 0.5 * (value_error * m).sum() / count
-                entropy = (new.entropy * m).sum() / count
-                loss = pg_loss + args.vf_coef * vf_loss - args.ent_coef * entropy
-                optimizer_step(optimizer, loss * distributed.weight(count), parameters, args.max_grad_norm)
-                stats.add(pg_loss=pg_loss, vf_loss=vf_loss, entropy=entropy, **pg_stats)
-                stop = args.target_kl is not None and distributed.mean(pg_stats["approx_kl"]) > args.target_kl
-                if stop:
-                    break
-            if stop:
-                break
+        with autocast:
+            stats = update(actor, optimizer, parameters, batch, rollout.turns, advantages, returns, args, mask)
         if mask:
             mask.after_update(iteration, policy)
+        kl_coef, mean_kl = adapt_kl_coef(kl_coef, kl, len(rollout.turns), args)
 
-        # ---- adaptive KL controller, on the mean over every process's utterances
-        kl_sum, num_turns = distributed.all_sum(np.array([float(kl.sum()), len(turns)])).tolist()
-        mean_kl = kl_sum / num_turns
-        if args.kl_target is not None:
-            kl_coef *= 1.0 + float(np.clip(mean_kl / args.kl_target - 1.0, -0.2, 0.2)) * args.num_envs / args.kl_horizon
-
-        row = run.rollout_row(rollout, token_mask, optimizer, iteration_start, rollout_seconds)
+        row = run.rollout_row(rollout, batch.response_mask.float(), optimizer, iteration_start, rollout_seconds)
         row |= {"kl": mean_kl, "kl_coef": kl_coef, **stats.means()}
         if run.end_step(row, evaluate=evaluation, save=save, show=("mean_return", "kl")):
             break

@@ -73,6 +73,9 @@ class Args(OfflineArgs):
     instead of the task's demonstrations: every turn is an (observation, utterance) pair"""
     top_fraction: float = 1.0
     """%BC: clone only this fraction of --dataset's trajectories, those with the highest returns (1: all, plain BC)"""
+    agent: str | None = None
+    """clone the turns of this agent of a multi-agent --dataset (lm_gym.multiagent.demonstrations); --env-id then
+    names the task whose tokenizer and evaluation the run uses (--eval-episodes 0 when no single-agent env fits)"""
     max_examples: int | None = None
     """use only the first N demonstrations (quick runs)"""
     warmup_ratio: float = 0.1
@@ -85,9 +88,8 @@ def demonstrations(args: Args, env_kwargs: dict) -> tuple[list[tuple[str, str]],
     if args.dataset is None:
         pairs = task.demonstrations()
     else:
-        rows = load_offline_dataset(args.dataset, args.env_id, args.top_fraction).select_columns(
-            ["observations", "actions"]
-        )
+        rows = load_offline_dataset(args.dataset, args.env_id, args.top_fraction, args.agent)
+        rows = rows.select_columns(["observations", "actions"])
         pairs = [pair for row in rows for pair in zip(row["observations"], row["actions"], strict=True)]
     pairs = pairs[: args.max_examples]
     if not pairs:
@@ -103,8 +105,8 @@ def main(args: Args) -> dict:
         max_examples=optional(integer(1)),
         warmup_ratio=Rule(lambda v: 0 <= v < 1, "in [0, 1)"),
     )
-    if args.top_fraction < 1 and args.dataset is None:
-        raise ValueError("--top-fraction filters --dataset's trajectories by return; pass --dataset")
+    if (args.top_fraction < 1 or args.agent) and args.dataset is None:
+        raise ValueError("--top-fraction and --agent select --dataset's trajectories; pass --dataset")
     lengths = task_lengths(args.env_id, args.max_prompt_length, args.max_new_tokens)
     device, autocast = setup(args)
     algorithm = "sft" if args.dataset is None else ("bc" if args.top_fraction == 1 else "filtered_bc")

@@ -15,13 +15,20 @@ from lm_toolkit.tasks import Lengths
 from lm_toolkit.tokens import encode_prompts, encode_targets, supervised_batch
 
 
-def load_offline_dataset(path: str, env_id: str, top_fraction: float = 1.0):
-    """Trajectories in ``lm_gym.offline``'s format, checked to be ``env_id``'s; with ``top_fraction`` < 1
+def load_offline_dataset(path: str, env_id: str, top_fraction: float = 1.0, agent: str | None = None):
+    """Trajectories in ``lm_gym.offline``'s format, checked to be ``env_id``'s, or with ``agent`` the rows of
+    that agent of a multi-agent dataset (``lm_gym.multiagent.demonstrations``); with ``top_fraction`` < 1
     only the trajectories with the highest returns (ties kept in dataset order: the ILQL paper's %BC)."""
     trajectories = load_trajectories(path)
-    other = sorted(set(trajectories.unique("env_id")) - {env_id})
-    if other:
-        raise ValueError(f"--dataset {path!r} holds trajectories of {other}, not of --env-id {env_id!r}")
+    if agent is not None:
+        agents = trajectories.unique("agent") if "agent" in trajectories.column_names else []
+        if agent not in agents:
+            raise ValueError(f"--agent {agent!r}: --dataset {path!r} holds the agents {sorted(agents)}")
+        trajectories = trajectories.filter(lambda row: row["agent"] == agent)
+    else:
+        other = sorted(set(trajectories.unique("env_id")) - {env_id})
+        if other:
+            raise ValueError(f"--dataset {path!r} holds trajectories of {other}, not of --env-id {env_id!r}")
     if top_fraction < 1:
         keep = max(1, math.ceil(top_fraction * len(trajectories)))
         best = np.argsort(-np.asarray(trajectories["return"]), kind="stable")[:keep]

@@ -203,6 +203,10 @@ class DailyDialogParallelEnv(TurnTakingEnv):
         self._utterances.append(utterance)
         return {speaker: score}, self._turn == len(self._game), info
 
+    def current_reference(self) -> str:
+        """The dataset's utterance at the conversation's current place: what the active speaker is scored against."""
+        return self._game[self._turn].references[0]
+
     def observe(self, agent: str) -> str:
         return context_prompt(self._utterances[-self.context_size :])
 

@@ -1,0 +1,318 @@
+"""Independent PPO (IPPO) for lm-gym's multi-agent envs: agents that learn to talk to each other (CleanRL style).
+
+``--env-id`` names the task; its PettingZoo version (``lm_gym.multiagent``) is played:
+``lm_gym/VisDial-v0`` -> ``visdial_v0`` (a questioner and an answerer, cooperative: both get the
+round's reward), ``lm_gym/DailyDialog-v0`` -> ``dailydialog_v0`` (two speakers continuing a
+dataset conversation, each scored on its own utterances).
+
+* Every learning agent is PPO of ``ppo.py`` on its own transitions: its own policy (or, with
+  ``--shared-policy``, one policy whose prompt ends with the agent's name), value head, frozen
+  reference and per-token KL, adaptive KL controller, GAE over its own turns; ``ppo.py``'s
+  ``advantages_and_returns``, ``update`` and ``adapt_kl_coef`` do the work.
+* Rollouts: ``--num-envs`` copies of the parallel env play one game each per iteration. Every
+  cycle, each agent speaks in the copies where it is the active agent: one batched sampling
+  pass of its policy with the KV cache (the others hand in ``""``, which the env ignores). An
+  agent's transition is one of its utterances, rewarded with everything the agent received from
+  that cycle until its next turn (VisDial: a question is rewarded when it is answered).
+* ``--scripted AGENT`` plays an agent with its scripted policy (the VisDial informative
+  questioner or scene-reading answerer of ``lm_gym.tasks.visdial.policies``; a DailyDialog
+  speaker saying the dataset's utterance): the partner is then fixed and only the other learns.
+* Warm starts: ``--warm-start AGENT=CHECKPOINT`` (``sft.py --dataset`` of
+  ``python -m lm_gym.multiagent.demonstrations`` with ``--agent AGENT``); ``--init-from`` is the
+  shared policy's (or every agent's) checkpoint.
+* Evaluation: ``--eval-episodes`` validation games (seeds ``--eval-seed + j``, sampled from
+  keyed random numbers): ``mean_return`` is the mean over games of the agents' mean return (the
+  game's return in cooperative VisDial), with ``mean_<agent>_return``, the mean reward of an
+  utterance and the env's episode metrics.
+
+Outputs in ``--out-dir``: ``checkpoint/`` (the first learning agent's policy and the tokenizer;
+every other agent's policy in ``checkpoint/<agent>/``, references in ``<agent>-reference/``,
+``trainer_state.pt``) and ``result.json``.
+
+    python -m lm_gym.multiagent.demonstrations --env visdial_v0 --pairing expert --out data/pairs.parquet
+    python baselines/sft.py --env-id lm_gym/VisDial-v0 --env-kwargs '{"source": "synthetic"}' \\
+        --dataset data/pairs.parquet --agent questioner --eval-episodes 0 --max-prompt-length 512 --out-dir runs/sft-q
+    python baselines/ippo.py --warm-start questioner=runs/sft-q/checkpoint answerer=runs/sft-a/checkpoint
+    python baselines/ippo.py --warm-start questioner=runs/sft-q/checkpoint --scripted answerer   # an ablation
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import ppo
+import torch
+import tyro
+from torch import nn
+
+from lm_gym.results import summarize_episodes
+from lm_toolkit import distributed
+from lm_toolkit.arguments import at_least, check_args, integer, within
+from lm_toolkit.models import check_positions, frozen_copy, load_policy, load_tokenizer
+from lm_toolkit.objectives import TurnBatch, anneal
+from lm_toolkit.rollouts import TextPolicy, Turn, episode_uniforms
+from lm_toolkit.runs import Run, setup
+from lm_toolkit.tasks import Lengths, split_kwargs, task_lengths
+
+MULTI_AGENT_ENVS = {"lm_gym/VisDial-v0": "visdial_v0", "lm_gym/DailyDialog-v0": "dailydialog_v0"}
+
+
+@dataclass
+class Args(ppo.Args):
+    env_id: str = "lm_gym/VisDial-v0"
+    """the task: lm_gym/VisDial-v0 (questioner and answerer) or lm_gym/DailyDialog-v0 (two speakers)"""
+    env_kwargs: str = '{"source": "synthetic"}'
+    """JSON arguments of the multi-agent env (its parallel_env)"""
+    out_dir: str = "runs/ippo"
+    """where checkpoint/ and result.json are written"""
+    num_envs: int = 32
+    """games per iteration"""
+    num_minibatches: int = 2
+    """minibatches per epoch of each agent's turns"""
+    warm_start: tuple[str, ...] = ()
+    """AGENT=CHECKPOINT entries: the sft.py checkpoint an agent's policy starts from"""
+    shared_policy: bool = False
+    """one policy for every agent, its prompt ending with the agent's name"""
+    scripted: tuple[str, ...] = ()
+    """agents played by their scripted policy, not learning (the other agent then learns with a fixed partner)"""
+    max_prompt_length: int = 512
+    """prompt tokens kept, from the end (the VisDial answerer's view starts with the scene: keep it whole)"""
+    max_cycles: int = 40
+    """utterances after which a game is truncated"""
+
+
+@dataclass
+class Learner:
+    """One policy PPO trains, and what its update needs."""
+
+    actor: TextPolicy
+    reference: Any
+    optimizer: torch.optim.Optimizer
+    parameters: list[torch.Tensor]
+    kl_coef: float
+    agents: list[str] = field(default_factory=list)
+
+
+def scripted_speaker(env, agent: str):
+    """The scripted policy of ``agent`` (observation text -> utterance)."""
+    from lm_gym.tasks.visdial.policies import InformativeQuestioner, SceneTextAnswerer
+
+    if agent == "questioner":
+        return InformativeQuestioner()
+    if agent == "answerer":
+        return SceneTextAnswerer()
+    return lambda observation: env.current_reference()  # a DailyDialog speaker: the dataset's utterance
+
+
+def prompt_of(agent: str, observation: str, shared: bool) -> str:
+    return f"{observation}\n{agent}:" if shared else observation
+
+
+def play_games(envs, learners: dict[str, Learner], scripted: dict, seeds: list[int], first: int, shared: bool):
+    """One game per env copy: each agent's turns (its ``Turn``'s ``env`` indexes its own chain of turns:
+    copy x agent), and per game each agent's return, the number of utterances and the env's final metrics."""
+    agents = envs[0].possible_agents
+    observations, infos = zip(*(env.reset(seed=seed) for env, seed in zip(envs, seeds, strict=True)))
+    observations, infos = list(observations), list(infos)
+    turns: dict[str, list[Turn]] = {agent: [] for agent in agents}
+    last: dict[tuple[str, int], Turn] = {}  # the latest turn of an agent in a copy: it collects the rewards
+    returns = np.zeros((len(envs), len(agents)))
+    finals: list[dict[str, float]] = [{} for _ in envs]
+    live, cycle = [True] * len(envs), 0
+    while any(live) and cycle < 10_000:
+        speaking: dict[str, list[int]] = {}
+        for i in np.flatnonzero(live):
+            speaking.setdefault(infos[i][envs[i].agents[0]]["active_agent"], []).append(int(i))
+        utterances: dict[int, str] = {}
+        for agent, rows in speaking.items():
+            texts = [observations[i][agent]["text"] for i in rows]
+            if agent in scripted:
+                utterances.update({i: scripted[agent][i](text) for i, text in zip(rows, texts, strict=True)})
+                continue
+            actor = learners[agent].actor
+            queries = actor.queries([prompt_of(agent, text, shared) for text in texts])
+            keys = [first + i for i in rows]
+            uniforms = episode_uniforms([seeds[i] for i in rows], keys, cycle, actor.lengths.max_new_tokens)
+            samples = actor.sample(queries, uniforms=uniforms)
+            for k, i in enumerate(rows):
+                chain = i * len(agents) + agents.index(agent)
+                turn = Turn(
+                    chain, queries[k], samples.responses[k], samples.log_probs[k], samples.values[k], None, 0, False
+                )
+                turns[agent].append(turn)
+                last[agent, i] = turn
+                utterances[i] = actor.tokenizer.decode(samples.responses[k], skip_special_tokens=True)
+        for i, utterance in utterances.items():
+            agent = infos[i][envs[i].agents[0]]["active_agent"]
+            limit = envs[i].action_space(agent).max_length
+            observations[i], rewards, terminations, truncations, infos[i] = envs[i].step({agent: utterance[:limit]})
+            for who, reward in rewards.items():
+                returns[i, agents.index(who)] += reward
+                if (who, i) in last:
+                    last[who, i].reward += reward
+            if any(terminations.values()) or any(truncations.values()):
+                live[i] = False
+                finals[i] = {**infos[i][agent].get("metrics", {}), "utterances": envs[i].num_cycles}
+                for who in agents:
+                    if (who, i) in last:
+                        last[who, i].done = True
+        cycle += 1
+    return turns, returns, finals
+
+
+def evaluate(envs, learners, scripted, args: Args) -> tuple[dict[str, float], list]:
+    """``--eval-episodes`` validation games: the joint return, each agent's return and the env's metrics."""
+    returns, metrics = [], []
+    agents = envs[0].possible_agents
+    for first in range(0, args.eval_episodes, len(envs)):
+        count = min(len(envs), args.eval_episodes - first)
+        seeds = [args.eval_seed + first + j for j in range(len(envs))]
+        _, game_returns, finals = play_games(envs, learners, scripted, seeds, first, args.shared_policy)
+        for j in range(count):
+            per_agent = {f"{agent}_return": game_returns[j, a] for a, agent in enumerate(agents)}
+            numeric = {
+                k: float(v) for k, v in finals[j].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            }
+            utterance_reward = game_returns[j].sum() / max(1, finals[j]["utterances"])
+            returns.append(float(game_returns[j].mean()))
+            metrics.append({**per_agent, **numeric, "utterance_reward": utterance_reward})
+    return summarize_episodes(returns, metrics), []
+
+
+def main(args: Args) -> dict:
+    env_kwargs, model_config = check_args(
+        args,
+        "ippo.py",
+        num_envs=at_least(1),
+        gamma=within(0, 1),
+        gae_lambda=within(0, 1),
+        kl_coef=at_least(0),
+        max_prompt_length=integer(8),
+        max_cycles=integer(2),
+    )
+    if args.env_id not in MULTI_AGENT_ENVS:
+        raise ValueError(f"--env-id must be one of {sorted(MULTI_AGENT_ENVS)} (their lm_gym.multiagent versions)")
+    module = importlib.import_module(f"lm_gym.multiagent.{MULTI_AGENT_ENVS[args.env_id]}")
+    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens)
+    lengths = Lengths(args.max_prompt_length, lengths.max_new_tokens, lengths.min_new_tokens, "left")
+    device, autocast = setup(args)
+    run = Run(args, "ippo" if not args.scripted else f"ippo-scripted-{'-'.join(sorted(args.scripted))}")
+
+    # Envs: this process's copies of the parallel env (train split) and the evaluation's (validation).
+    first_env, num_envs = distributed.shard(args.num_envs, "--num-envs")
+    kwargs = {**env_kwargs, "max_cycles": args.max_cycles}
+    train_envs = [module.parallel_env(**split_kwargs(args.env_id, kwargs, "train")) for _ in range(num_envs)]
+    eval_envs = [
+        module.parallel_env(**split_kwargs(args.env_id, kwargs, "validation")) for _ in range(args.eval_batch_size)
+    ]
+    agents = train_envs[0].possible_agents
+    if any("=" not in entry for entry in args.warm_start):
+        raise ValueError(f"--warm-start takes AGENT=CHECKPOINT entries, got {list(args.warm_start)}")
+    warm = dict(entry.split("=", 1) for entry in args.warm_start)
+    if set(args.scripted) - set(agents) or set(warm) - set(agents) or set(args.scripted) >= set(agents):
+        raise ValueError(f"--scripted and --warm-start name agents of {agents}, and at least one agent must learn")
+    scripted = {a: [scripted_speaker(e, a) for e in train_envs] for a in args.scripted}
+    eval_scripted = {a: [scripted_speaker(e, a) for e in eval_envs] for a in args.scripted}
+
+    # Models: a policy with a value head per learning agent (one for all with --shared-policy), its reference.
+    learning = [agent for agent in agents if agent not in scripted]
+    owners = [learning] if args.shared_policy else [[agent] for agent in learning]
+
+    def source(k: int, agent: str) -> str | None:  # resuming: the first policy at the checkpoint's root
+        return str(run.checkpoint_dir / (agent if k else "")) if run.resuming else warm.get(agent, args.init_from)
+
+    tokenizer = load_tokenizer(train_envs[0].task, source(0, learning[0]))
+    learners: dict[str, Learner] = {}
+    for k, owner in enumerate(owners):
+        policy = load_policy(source(k, owner[0]), model_config, tokenizer, args.seed).to(device).eval()
+        check_positions(policy, lengths.max_prompt_length, lengths.max_new_tokens)
+        reference = frozen_copy(policy, run.checkpoint_dir / f"{owner[0]}-reference" if run.resuming else None)
+        value_head = nn.Linear(policy.config.hidden_size, 1).to(device)
+        nn.init.zeros_(value_head.weight)
+        nn.init.zeros_(value_head.bias)
+        parameters = [*policy.parameters(), *value_head.parameters()]
+        optimizer = torch.optim.AdamW(parameters, lr=args.learning_rate, eps=1e-5)
+        actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head)
+        learner = Learner(actor, reference, optimizer, parameters, args.kl_coef, owner)
+        learners.update(dict.fromkeys(owner, learner))
+    unique = list({id(learner): learner for learner in learners.values()}.values())
+    if run.resuming:
+        state = run.restore()
+        for learner in unique:
+            saved = state[learner.agents[0]]
+            learner.actor.value_head.load_state_dict(saved["value_head"])
+            learner.optimizer.load_state_dict(saved["optimizer"])
+            learner.kl_coef = saved["kl_coef"]
+
+    def evaluation():
+        with autocast:
+            return evaluate(eval_envs, learners, eval_scripted, args)
+
+    def save() -> None:
+        first, *others = unique
+        models = {learner.agents[0]: learner.actor.model for learner in others}
+        models |= {f"{learner.agents[0]}-reference": learner.reference for learner in unique}
+        state = {
+            learner.agents[0]: {
+                "value_head": learner.actor.value_head.state_dict(),
+                "optimizer": learner.optimizer.state_dict(),
+                "kl_coef": learner.kl_coef,
+            }
+            for learner in unique
+        }
+        frozen = [name for name in models if name.endswith("-reference")]
+        run.save(first.actor.model, tokenizer, state, models=models, frozen=frozen)
+
+    names = "shared policy" if args.shared_policy else ", ".join(learning)
+    run.begin(
+        [learner.actor.model for learner in unique],
+        f"{args.num_envs} games x {args.iterations} iterations, learning: {names}",
+        evaluation,
+    )
+    for iteration in run.steps(args.iterations):
+        for learner in unique:
+            anneal(learner.optimizer, args.learning_rate, iteration, args.iterations, args.anneal_lr)
+
+        # ---- rollout: one game per copy, every cycle one batched sampling pass per speaking agent
+        iteration_start = time.time()
+        seeds = [args.seed * 1_000_003 + iteration * args.num_envs + first_env + i for i in range(num_envs)]
+        with autocast:
+            turns, returns, finals = play_games(train_envs, learners, scripted, seeds, first_env, args.shared_policy)
+        rollout_seconds = time.time() - iteration_start
+
+        # ---- each policy's PPO update on its own agents' turns
+        row: dict[str, float] = {}
+        for learner in unique:
+            own = [turn for agent in learner.agents for turn in turns[agent]]
+            batch = TurnBatch.of(own, tokenizer.pad_token_id, device)
+            with autocast:
+                advantages, targets, kl = ppo.advantages_and_returns(
+                    learner.actor, learner.reference, batch, own, learner.kl_coef, args
+                )
+                stats = ppo.update(
+                    learner.actor, learner.optimizer, learner.parameters, batch, own, advantages, targets, args
+                )
+            learner.kl_coef, mean_kl = ppo.adapt_kl_coef(learner.kl_coef, kl, len(own), args)
+            name = "shared" if args.shared_policy else learner.agents[0]
+            row |= {f"{name}_kl": mean_kl, f"{name}_kl_coef": learner.kl_coef}
+            row |= {f"{name}_{key}": value for key, value in stats.means().items()}
+        every = np.concatenate(distributed.gather(returns))
+        row |= {
+            "mean_return": float(every.mean()),
+            "seconds": time.time() - iteration_start,
+            "rollout_seconds": rollout_seconds,
+        }
+        row |= {f"mean_{agent}_return": float(every[:, a].mean()) for a, agent in enumerate(agents)}
+        tokens = sum(len(turn.response) for agent_turns in turns.values() for turn in agent_turns)
+        run.count(tokens=tokens, token_seconds=rollout_seconds, episodes=len(every), episode_seconds=row["seconds"])
+        if run.end_step(row, evaluate=evaluation, save=save, show=("mean_return",)):
+            break
+    return run.finish(device)
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

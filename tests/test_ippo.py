@@ -1,0 +1,105 @@
+"""Multi-agent training: per-agent demonstrations, sft.py --agent, and baselines/ippo.py on both multi-agent envs."""
+
+import math
+
+import pytest
+from conftest import load_baseline
+
+pytest.importorskip("pettingzoo")
+
+from lm_gym.multiagent import visdial_v0  # noqa: E402
+from lm_gym.multiagent.demonstrations import demonstrations, play_game  # noqa: E402
+from lm_gym.offline import load_trajectories, save_trajectories  # noqa: E402
+from lm_gym.results import load_result  # noqa: E402
+from lm_gym.tasks.visdial.policies import InformativeQuestioner, SceneTextAnswerer  # noqa: E402
+
+GPT2 = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 1024}'
+AGENTS = {"lm_gym/VisDial-v0": ["questioner", "answerer"], "lm_gym/DailyDialog-v0": ["speaker_0", "speaker_1"]}
+
+
+def test_each_agent_gets_its_own_trajectory_of_each_game(tmp_path):
+    data = demonstrations("visdial_v0", "expert", num_games=4, seed=3)
+    assert data.num_rows == 8 and data["agent"] == ["questioner", "answerer"] * 4
+    for questioner, answerer in zip(data.select(range(0, 8, 2)), data.select(range(1, 8, 2))):
+        # cooperative: both get each round's reward; a question is rewarded when it is answered
+        assert questioner["rewards"] == answerer["rewards"] and questioner["return"] == answerer["return"]
+        assert len(questioner["actions"]) == len(answerer["actions"]) and questioner["dones"][-1]
+        game = play_game(
+            visdial_v0.parallel_env(),
+            {"questioner": InformativeQuestioner(), "answerer": SceneTextAnswerer()},
+            questioner["seed"],
+        )
+        assert game["questioner"]["actions"] == questioner["actions"]
+        assert math.isclose(sum(game["answerer"]["rewards"]), answerer["return"], abs_tol=1e-5)
+    assert all(text.startswith("{") for text in data[1]["observations"])  # the answerer sees the scene
+    save_trajectories(data, tmp_path / "pairs.parquet")
+    assert load_trajectories(tmp_path / "pairs.parquet").num_rows == 8
+    mixture = demonstrations("visdial_v0", "mixture", num_games=6, seed=0)
+    assert min(mixture["return"]) < max(mixture["return"])  # skills vary per game
+    dialogue = demonstrations("dailydialog_v0", "dataset", num_games=2, env_kwargs={"source": "synthetic"})
+    assert set(dialogue["agent"]) == {"speaker_0", "speaker_1"} and all(
+        r > 0.9 for row in dialogue["rewards"] for r in row
+    )
+
+
+def test_sft_warm_starts_one_agent(tmp_path):
+    save_trajectories(demonstrations("visdial_v0", "expert", num_games=8), tmp_path / "pairs.parquet")
+    sft = load_baseline("sft")
+    common = dict(
+        env_id="lm_gym/VisDial-v0",
+        env_kwargs='{"source": "synthetic"}',
+        dataset=str(tmp_path / "pairs.parquet"),
+        model_config=GPT2,
+        max_prompt_length=512,
+        max_steps=2,
+        batch_size=8,
+        eval_episodes=0,
+    )
+    result = sft.main(sft.Args(**common, agent="answerer", out_dir=str(tmp_path / "sft")))
+    assert result["algorithm"] == "bc" and (tmp_path / "sft" / "checkpoint" / "model.safetensors").is_file()
+    with pytest.raises(ValueError, match=r"--agent 'referee'.*\['answerer', 'questioner'\]"):
+        sft.main(sft.Args(**common, agent="referee", out_dir=str(tmp_path / "bad")))
+
+
+@pytest.mark.parametrize(
+    ("env_id", "options"),
+    [
+        ("lm_gym/VisDial-v0", {}),
+        ("lm_gym/VisDial-v0", {"shared_policy": True}),
+        ("lm_gym/VisDial-v0", {"scripted": ("answerer",)}),
+        pytest.param("lm_gym/DailyDialog-v0", {}, marks=pytest.mark.slow),
+    ],
+    ids=["visdial", "shared", "scripted-answerer", "dailydialog"],
+)
+def test_ippo_trains_every_learning_agent(env_id, options, tmp_path):
+    ippo = load_baseline("ippo")
+    args = ippo.Args(
+        env_id=env_id,
+        model_config=GPT2,
+        num_envs=4,
+        iterations=2,
+        update_epochs=1,
+        num_minibatches=1,
+        eval_episodes=4,
+        eval_batch_size=4,
+        eval_every=0,
+        max_cycles=8,
+        out_dir=str(tmp_path),
+        **options,
+    )
+    ippo.main(args)
+    result = load_result(tmp_path)
+    learning = (
+        ["shared"]
+        if options.get("shared_policy")
+        else [a for a in AGENTS[env_id] if a not in options.get("scripted", ())]
+    )
+    for row in result["curves"]:
+        assert all(math.isfinite(row[f"{name}_kl"]) and f"{name}_pg_loss" in row for name in learning)
+        assert math.isfinite(row["mean_return"])
+    assert {f"mean_{agent}_return" for agent in AGENTS[env_id]} <= set(result["final_eval"])
+    assert "mean_utterance_reward" in result["final_eval"] and result["final_eval"]["num_episodes"] == 4
+    if options.get("scripted"):
+        assert result["algorithm"] == "ippo-scripted-answerer"
+    resumed = ippo.main(ippo.Args(**{**vars(args), "iterations": 3, "resume": True}))
+    assert [row["step"] for row in resumed["curves"]] == [1, 2, 3]
