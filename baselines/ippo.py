@@ -204,6 +204,10 @@ def main(args: Args) -> dict:
 
     # Envs: this process's copies of the parallel env (train split) and the evaluation's (validation).
     first_env, num_envs = distributed.shard(args.num_envs, "--num-envs")
+    if args.num_minibatches > num_envs:  # an agent speaks at least once a game
+        raise ValueError(
+            f"--num-minibatches ({args.num_minibatches}) must be at most the games per process ({num_envs})"
+        )
     kwargs = {**env_kwargs, "max_cycles": args.max_cycles}
     train_envs = [module.parallel_env(**split_kwargs(args.env_id, kwargs, "train")) for _ in range(num_envs)]
     eval_envs = [
