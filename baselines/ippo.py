@@ -31,7 +31,7 @@ every other agent's policy in ``checkpoint/<agent>/``, references in ``<agent>-r
 
     python -m lm_gym.multiagent.demonstrations --env visdial_v0 --pairing expert --out data/pairs.parquet
     python baselines/sft.py --env-id lm_gym/VisDial-v0 --env-kwargs '{"source": "synthetic"}' \\
-        --dataset data/pairs.parquet --agent questioner --eval-episodes 0 --max-prompt-length 512 --out-dir runs/sft-q
+        --dataset data/pairs.parquet --agent questioner --eval-episodes 0 --max-prompt-length 768 --out-dir runs/sft-q
     python baselines/ippo.py --warm-start questioner=runs/sft-q/checkpoint answerer=runs/sft-a/checkpoint
     python baselines/ippo.py --warm-start questioner=runs/sft-q/checkpoint --scripted answerer   # an ablation
 """
@@ -79,8 +79,8 @@ class Args(ppo.Args):
     """one policy for every agent, its prompt ending with the agent's name"""
     scripted: tuple[str, ...] = ()
     """agents played by their scripted policy, not learning (the other agent then learns with a fixed partner)"""
-    max_prompt_length: int = 512
-    """prompt tokens kept, from the end (the VisDial answerer's view starts with the scene: keep it whole)"""
+    max_prompt_length: int = 768
+    """prompt tokens kept, from the end (the VisDial answerer's view, scene first, is 490 tokens on average, up to 640)"""
     max_cycles: int = 40
     """utterances after which a game is truncated"""
 
