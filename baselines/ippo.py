@@ -80,7 +80,7 @@ class Args(ppo.Args):
     scripted: tuple[str, ...] = ()
     """agents played by their scripted policy, not learning (the other agent then learns with a fixed partner)"""
     max_prompt_length: int = 768
-    """prompt tokens kept, from the end (the VisDial answerer's view, scene first, is 490 tokens on average, up to 640)"""
+    """prompt tokens kept, from the end (the VisDial answerer sees the scene first: 490 tokens on average, 640 max)"""
     max_cycles: int = 40
     """utterances after which a game is truncated"""
 
