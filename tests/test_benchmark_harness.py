@@ -79,7 +79,10 @@ def test_the_smoke_suite_covers_every_registered_task_and_every_baseline(tmp_pat
     jobs = expand_jobs(load_suite("smoke"), tmp_path)
     env_ids = {job.argv[job.argv.index("--env-id") + 1] for job in jobs if job.is_baseline}
     assert env_ids == {env_id for env_id in gymnasium.registry if env_id.startswith("lm_gym/")}
-    assert {Path(job.argv[0]).name for job in jobs if job.is_baseline} == set(BASELINES)
+    # every baseline; ippo.py plays the multi-agent envs: the multiagent suite runs it
+    assert {Path(job.argv[0]).name for job in jobs if job.is_baseline} == set(BASELINES) - {"ippo.py"}
+    multiagent = expand_jobs(load_suite("multiagent"), tmp_path / "multiagent")
+    assert "ippo.py" in {Path(job.argv[0]).name for job in multiagent}
     by_key = {job.key: job for job in jobs}
     # RL starts from the task's SFT checkpoint where the task has SFT; Prompts-v0 has none
     assert by_key["imdb/ppo/seed1"].needs == ("imdb/sft/seed1",)
@@ -157,7 +160,7 @@ def test_bad_suites_are_refused_with_the_reason(tmp_path, body, message):
         expand_jobs(load_suite(str(write_suite(tmp_path, body))), tmp_path / "runs")
 
 
-@pytest.mark.parametrize("name", ["smoke", "offline", "grue"])
+@pytest.mark.parametrize("name", ["smoke", "offline", "grue", "multiagent"])
 def test_every_shipped_suites_command_lines_are_accepted_by_their_baselines(tmp_path, name):
     import tyro
 
