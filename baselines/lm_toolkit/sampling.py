@@ -234,6 +234,8 @@ def sample(
         hook.start(queries)
     batch, max_new = len(queries), lengths.max_new_tokens
     device = prefix.logits.device
+    if uniforms is not None:  # one copy to the device, not one per token
+        uniforms = uniforms.to(device, torch.float32)
     tokens = torch.full((batch, max_new), pad_id, dtype=torch.long, device=device)
     log_probs, values = torch.zeros((batch, max_new), device=device), torch.zeros((batch, max_new), device=device)
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
