@@ -23,7 +23,8 @@ dataset conversation, each scored on its own utterances).
 * Evaluation: ``--eval-episodes`` validation games (seeds ``--eval-seed + j``, sampled from
   keyed random numbers): ``mean_return`` is the mean over games of the agents' mean return (the
   game's return in cooperative VisDial), with ``mean_<agent>_return``, the mean reward of an
-  utterance and the env's episode metrics.
+  utterance and the env's metrics (a game's mean over the utterances DailyDialog scores: ``mean_meteor``
+  is the mean METEOR of an utterance, as in the single-agent task).
 
 Outputs in ``--out-dir``: ``checkpoint/`` (the first learning agent's policy and the tokenizer;
 every other agent's policy in ``checkpoint/<agent>/``, references in ``<agent>-reference/``,
@@ -114,7 +115,8 @@ def prompt_of(agent: str, observation: str, shared: bool) -> str:
 
 def play_games(envs, learners: dict[str, Learner], scripted: dict, seeds: list[int], first: int, shared: bool):
     """One game per env copy: each agent's turns (its ``Turn``'s ``env`` indexes its own chain of turns:
-    copy x agent), and per game each agent's return, the number of utterances and the env's final metrics."""
+    copy x agent), and per game each agent's return, the number of utterances and the env's metrics, averaged
+    over the steps that report them (DailyDialog scores every utterance, VisDial the whole game)."""
     agents = envs[0].possible_agents
     observations, infos = zip(*(env.reset(seed=seed) for env, seed in zip(envs, seeds, strict=True)))
     observations, infos = list(observations), list(infos)
@@ -122,6 +124,7 @@ def play_games(envs, learners: dict[str, Learner], scripted: dict, seeds: list[i
     last: dict[tuple[str, int], Turn] = {}  # the latest turn of an agent in a copy: it collects the rewards
     returns = np.zeros((len(envs), len(agents)))
     finals: list[dict[str, float]] = [{} for _ in envs]
+    reported: list[list[dict[str, float]]] = [[] for _ in envs]
     live, cycle = [True] * len(envs), 0
     while any(live) and cycle < 10_000:
         speaking: dict[str, list[int]] = {}
@@ -150,13 +153,21 @@ def play_games(envs, learners: dict[str, Learner], scripted: dict, seeds: list[i
             agent = infos[i][envs[i].agents[0]]["active_agent"]
             limit = envs[i].action_space(agent).max_length
             observations[i], rewards, terminations, truncations, infos[i] = envs[i].step({agent: utterance[:limit]})
+            metrics = infos[i][agent].get("metrics", {})
+            numeric = {
+                k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            }
+            if numeric:
+                reported[i].append(numeric)
             for who, reward in rewards.items():
                 returns[i, agents.index(who)] += reward
                 if (who, i) in last:
                     last[who, i].reward += reward
             if any(terminations.values()) or any(truncations.values()):
                 live[i] = False
-                finals[i] = {**infos[i][agent].get("metrics", {}), "utterances": envs[i].num_cycles}
+                names = {name for step in reported[i] for name in step}
+                finals[i] = {name: float(np.mean([m[name] for m in reported[i] if name in m])) for name in names}
+                finals[i]["utterances"] = envs[i].num_cycles
                 for who in agents:
                     if (who, i) in last:
                         last[who, i].done = True
@@ -174,12 +185,9 @@ def evaluate(envs, learners, scripted, args: Args) -> tuple[dict[str, float], li
         _, game_returns, finals = play_games(envs, learners, scripted, seeds, first, args.shared_policy)
         for j in range(count):
             per_agent = {f"{agent}_return": game_returns[j, a] for a, agent in enumerate(agents)}
-            numeric = {
-                k: float(v) for k, v in finals[j].items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-            }
             utterance_reward = game_returns[j].sum() / max(1, finals[j]["utterances"])
             returns.append(float(game_returns[j].mean()))
-            metrics.append({**per_agent, **numeric, "utterance_reward": utterance_reward})
+            metrics.append({**per_agent, **finals[j], "utterance_reward": utterance_reward})
     return summarize_episodes(returns, metrics), []
 
 

@@ -1,5 +1,5 @@
 """The boards (``boards.toml``): each board's tasks, their env arguments and evaluation size, and
-each task's task and naturalness metrics."""
+each task's task and naturalness metrics (a board may score a task on other metrics than the default)."""
 
 from __future__ import annotations
 
@@ -54,9 +54,10 @@ def suite_boards(suite: str) -> list[Board]:
 
 
 @functools.cache
-def task_metrics() -> dict[str, TaskMetrics]:
+def task_metrics(board: str | None = None) -> dict[str, TaskMetrics]:
+    """``{env_id: its metrics}``: the tasks' default metrics, with ``board``'s own where it names some."""
     data = tomllib.loads(BOARDS_FILE.read_text())
-    return {
-        env_id: TaskMetrics(tuple(split["task"]), tuple(split["naturalness"]))
-        for env_id, split in data["metrics"].items()
-    }
+    splits = dict(data["metrics"])
+    if board is not None:
+        splits |= data["boards"][board].get("metrics", {})
+    return {env_id: TaskMetrics(tuple(split["task"]), tuple(split["naturalness"])) for env_id, split in splits.items()}

@@ -97,7 +97,7 @@ def compile_board(
     entries = [entry for entry in entries if entry["board"] == board_name]
     names = _unique_names(entries)
     points = scoring.load_reference_points(board_name)
-    tasks = list(boards()[board_name].tasks)
+    tasks, splits = list(boards()[board_name].tasks), task_metrics(board_name)
     data: dict[str, Any] = {
         "board": {"name": board_name, "description": boards()[board_name].description},
         "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -113,7 +113,7 @@ def compile_board(
         "tasks": tasks,
         # short names for the page (a board holds one version of a task): lm_gym/IMDB-v0 is IMDB
         "task_labels": {env_id: re.sub(r"-v\d+$", "", env_id.removeprefix("lm_gym/")) for env_id in tasks},
-        "metrics": {env_id: [*task_metrics()[env_id].task, *task_metrics()[env_id].naturalness] for env_id in tasks},
+        "metrics": {env_id: [*splits[env_id].task, *splits[env_id].naturalness] for env_id in tasks},
         "entries": [],
     }
     for index, (name, entry) in enumerate(zip(names, entries)):

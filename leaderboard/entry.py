@@ -402,7 +402,7 @@ def _board_problems(entry: dict[str, Any]) -> list[str]:
     return (
         problems
         + _seed_problems(tasks, present)
-        + _metric_problems(tasks, present)
+        + _metric_problems(tasks, present, board)
         + _size_problems(tasks, present, board)
     )
 
@@ -440,10 +440,10 @@ def _seed_problems(tasks: dict[str, Any], env_ids: list[str]) -> list[str]:
     return problems
 
 
-def _metric_problems(tasks: dict[str, Any], env_ids: list[str]) -> list[str]:
+def _metric_problems(tasks: dict[str, Any], env_ids: list[str], board: Board) -> list[str]:
     problems = []
     for env_id in env_ids:
-        split = task_metrics().get(env_id)
+        split = task_metrics(board.name).get(env_id)
         required = (*split.task, *split.naturalness) if split else ()
         for index, run in enumerate(tasks[env_id]["runs"]):
             missing = [name for name in required if name not in run["final_eval"]]

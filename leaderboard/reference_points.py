@@ -7,7 +7,7 @@ naturalness metrics) of every task of a board, and writes them with their proven
 
 Command line::
 
-    python -m leaderboard.reference_points --board smoke offline-text offline-games \\
+    python -m leaderboard.reference_points --board smoke offline-text offline-games multiagent \\
         [--out leaderboard/reference_points.json]
 
 ``--board grue`` measures the hub board's points (it needs the hub, and ILQL's Reddit
@@ -62,7 +62,7 @@ distinct-2, MSTTR           0, no diversity (what a collapsed policy, one word r
                                           "episodes": int | null}}}}}   # null: both points are bounds
 
 ``low_from`` / ``high_from`` name the policy (``random_tokens: ...``) or the bound (``bound:
-...``). Measuring the three synthetic boards takes about a minute of CPU time.
+...``). Measuring the four synthetic boards takes about a minute of CPU time.
 
 **Why per board: corpus distinct-2 depends on the number of episodes.** Bigrams repeat across
 episodes (more so in the synthetic sources' templated text), so distinct-2 falls as the
@@ -291,7 +291,7 @@ def measure_task(env_id: str, board: str) -> dict[str, dict[str, Any]]:
     ``boards.toml`` names for ``env_id``, measured with ``board``'s env arguments and evaluation size."""
     kwargs = env_kwargs(env_id, board)
     num_episodes = boards()[board].eval_episodes
-    names = task_metrics()[env_id]
+    names = task_metrics(board)[env_id]
     env = task_class(env_id)(**kwargs)
     try:
         plans = {metric: point_plan(env_id, metric, env) for metric in (*names.task, *names.naturalness)}

@@ -86,7 +86,7 @@ def load_reference_points(board: str, path: str | Path = REFERENCE_POINTS_FILE) 
 def scored_tasks(board: str, kind: str = "task") -> tuple[str, ...]:
     """The tasks of ``board`` with metrics of ``kind``, in the board's order."""
     _check_kind(kind)
-    return tuple(env_id for env_id in boards()[board].tasks if getattr(task_metrics()[env_id], kind))
+    return tuple(env_id for env_id in boards()[board].tasks if getattr(task_metrics(board)[env_id], kind))
 
 
 def entry_tasks(entry: Mapping[str, Any], kind: str = "task") -> tuple[str, ...]:
@@ -105,11 +105,17 @@ def is_complete(entry: Mapping[str, Any], min_runs: int = MIN_RUNS) -> bool:
 
 
 def run_score(
-    final_eval: Mapping[str, float], env_id: str, points: ReferencePoints, kind: str = "task"
+    final_eval: Mapping[str, float],
+    env_id: str,
+    points: ReferencePoints,
+    kind: str = "task",
+    *,
+    board: str | None = None,
 ) -> float | None:
-    """A run's task or naturalness score: the mean of its normalised metrics of that kind (None: none)."""
+    """A run's task or naturalness score on ``board`` (default: the task's default metrics): the mean of its
+    normalised metrics of that kind (None: none)."""
     _check_kind(kind)
-    names = getattr(task_metrics()[env_id], kind)
+    names = getattr(task_metrics(board)[env_id], kind)
     if not names:
         return None
     return float(
@@ -125,7 +131,8 @@ def task_scores(
     """The scores of ``kind`` of the entry's runs of ``env_id``, ordered by seed."""
     points = _entry_points(entry) if points is None else points
     runs = sorted(entry["tasks"][env_id]["runs"], key=lambda run: run["seed"])
-    return np.array([run_score(run["final_eval"], env_id, points, kind) for run in runs], dtype=float)
+    scores = [run_score(run["final_eval"], env_id, points, kind, board=entry["board"]) for run in runs]
+    return np.array(scores, dtype=float)
 
 
 def score_matrix(entry: Mapping[str, Any], kind: str = "task", *, points: ReferencePoints | None = None) -> np.ndarray:
@@ -215,7 +222,8 @@ def metric_summaries(
     """
     summaries = {}
     for env_id, task in entry["tasks"].items():
-        names = (*task_metrics()[env_id].task, *task_metrics()[env_id].naturalness)
+        split = task_metrics(entry["board"])[env_id]
+        names = (*split.task, *split.naturalness)
         runs = sorted(task["runs"], key=lambda run: run["seed"])
         values = np.array([[run["final_eval"][name] for name in names] for run in runs], dtype=float)
         estimates = _interval_estimates(values, stats.column_means, reps, confidence, seed)

@@ -287,7 +287,7 @@ def _check_evaluations(by_task: dict[str, list[Run]], board: Board) -> None:
     """Every run evaluated its final policy on the metrics the board scores, over the board's number of
     episodes (named by file, unlike the entry's check)."""
     for env_id, runs in by_task.items():
-        split = task_metrics().get(env_id)
+        split = task_metrics(board.name).get(env_id)
         required = (*split.task, *split.naturalness) if split else ()
         for path, result in runs:
             if result["final_eval"] is None:

@@ -103,3 +103,29 @@ def test_ippo_trains_every_learning_agent(env_id, options, tmp_path):
         assert result["algorithm"] == "ippo-scripted-answerer"
     resumed = ippo.main(ippo.Args(**{**vars(args), "iterations": 3, "resume": True}))
     assert [row["step"] for row in resumed["curves"]] == [1, 2, 3]
+
+
+def test_a_games_metrics_are_the_mean_over_the_utterances_the_env_scores():
+    from lm_gym.multiagent import dailydialog_v0
+
+    ippo = load_baseline("ippo")
+    envs = [dailydialog_v0.parallel_env(source="synthetic") for _ in range(2)]
+    speakers = {  # speaker_0 says the dataset's utterance, speaker_1 always the same thing
+        "speaker_0": [ippo.scripted_speaker(env, "speaker_0") for env in envs],
+        "speaker_1": [lambda observation: "okay , thank you ."] * 2,
+    }
+    _, returns, finals = ippo.play_games(envs, {}, speakers, seeds=[0, 1], first=0, shared=False)
+    env, meteors, done = dailydialog_v0.parallel_env(source="synthetic"), [], False
+    _, infos = env.reset(seed=1)
+    while not done:  # game 1 again, by hand
+        agent = infos[env.agents[0]]["active_agent"]
+        utterance = env.current_reference() if agent == "speaker_0" else "okay , thank you ."
+        _, _, terminations, truncations, infos = env.step({agent: utterance})
+        meteors.append(infos[agent]["metrics"]["meteor"])
+        done = any(terminations.values()) or any(truncations.values())
+    assert finals[1]["utterances"] == len(meteors) and max(meteors) - min(meteors) > 0.3
+    assert finals[1]["meteor"] == pytest.approx(sum(meteors) / len(meteors))  # every utterance, not the last
+    pair = [visdial_v0.parallel_env() for _ in range(2)]
+    scripted = {"questioner": [InformativeQuestioner()] * 2, "answerer": [SceneTextAnswerer()] * 2}
+    _, returns, finals = ippo.play_games(pair, {}, scripted, seeds=[0, 1], first=0, shared=False)
+    assert [final["return"] for final in finals] == pytest.approx(list(returns[:, 0]))  # VisDial scores the game once

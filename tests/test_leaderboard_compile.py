@@ -40,7 +40,7 @@ def write_runs(
     rng = np.random.default_rng(abs(hash((algorithm, quality))) % 2**32)
     points = scoring.load_reference_points(board)
     for env_id in tasks or boards()[board].tasks:
-        names = (*task_metrics()[env_id].task, *task_metrics()[env_id].naturalness)
+        names = (*task_metrics(board)[env_id].task, *task_metrics(board)[env_id].naturalness)
         for seed in seeds:
             final = {"num_episodes": boards()[board].eval_episodes, "std_return": 0.1, "mean_return": 0.0}
             for name in names:
@@ -234,6 +234,19 @@ def test_runs_of_a_suite_with_several_boards_compile_into_one_folder_each(tmp_pa
         == 0
     )
     assert (tmp_path / "one" / "index.html").is_file()
+
+
+def test_a_board_scores_a_task_on_its_own_metrics(tmp_path):
+    # ippo.py's DailyDialog runs hold no corpus metrics, which the multiagent board does not score
+    write_runs(tmp_path, "ippo", 0.6, board="multiagent")
+    result = json.loads((tmp_path / "multiagent/DailyDialog-v0/ippo/seed1/result.json").read_text())
+    assert "corpus_distinct_2" not in result["final_eval"]
+    data = compile_board(collect_entries([tmp_path / "multiagent"]), tmp_path / "board", reps=50, poi_reps=10)
+    assert data["metrics"]["lm_gym/DailyDialog-v0"] == ["mean_intent_match", "mean_meteor"]
+    assert len(data["entries"]) == 1
+    score = scoring.aggregate({"x": collect_entries([tmp_path / "multiagent"])[0]}, kind="task", reps=50)["x"]
+    assert score["mean"]["value"] == pytest.approx(0.6, abs=0.1)  # the fixture's runs are 0.6 of the way up
+    assert score["tasks"] == ["lm_gym/VisDial-v0", "lm_gym/DailyDialog-v0"]
 
 
 def test_compile_command_and_its_errors(board, tmp_path, capsys):

@@ -270,7 +270,7 @@ def test_validate_prints_one_line_per_file_and_fails_if_any_is_invalid(valid_ent
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         f"{good}: valid",
-        f'{bad}: board: "nope\\u001b[2J" is not one of grue, offline-games, offline-text, smoke',
+        f'{bad}: board: "nope\\u001b[2J" is not one of grue, multiagent, offline-games, offline-text, smoke',
     ]
 
 
@@ -446,7 +446,7 @@ MALFORMED = [  # (what, file bytes or a function of the valid entry, a fragment 
     (
         "an unknown board",
         changed(("board",), "nonexistent"),
-        'board: "nonexistent" is not one of grue, offline-games, offline-text, smoke',
+        'board: "nonexistent" is not one of grue, multiagent, offline-games, offline-text, smoke',
     ),
     ("a board path", changed(("board",), "../offline"), 'board: "../offline" is not one of'),
     ("a bad date", changed(("date",), "2024-13-01"), 'date: "2024-13-01" is not a valid date'),

@@ -33,8 +33,8 @@ REPS = 300
 POI_REPS = 100  # a Mann-Whitney test per task and resample: slower
 
 
-def metric_names(env_id):
-    return (*task_metrics()[env_id].task, *task_metrics()[env_id].naturalness)
+def metric_names(env_id, board=None):
+    return (*task_metrics(board)[env_id].task, *task_metrics(board)[env_id].naturalness)
 
 
 # Every metric from 0 to 10, except IMDB's MSTTR, lower-is-better from 10 to 0 (low > high).
@@ -245,7 +245,7 @@ def test_reference_points_cover_every_metric_of_the_synthetic_boards(board):
     points = load_reference_points(board)
     assert set(points) == set(boards()[board].tasks)
     for env_id in boards()[board].tasks:
-        for name in metric_names(env_id):
+        for name in metric_names(env_id, board):
             point = points[env_id][name]
             assert math.isfinite(point["low"]) and math.isfinite(point["high"]) and point["low"] != point["high"], (
                 env_id,
