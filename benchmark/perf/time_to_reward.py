@@ -131,6 +131,7 @@ def run_trl(task: str, model: Path, seed: int, minutes: float, beta: float, rloo
         logging_steps=MINIBATCHES,  # one log per iteration: its completions' mean reward
         max_steps=10**6,
         disable_tqdm=True,
+        disable_dropout=True,  # as lm-gym, which samples and trains in eval mode (the IMDB SFT model has dropout)
     )
     config, trainer_class = (RLOOConfig, RLOOTrainer) if rloo else (GRPOConfig, GRPOTrainer)
     trainer = trainer_class(
