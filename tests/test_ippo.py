@@ -31,7 +31,7 @@ def test_each_agent_gets_its_own_trajectory_of_each_game(tmp_path):
         )
         assert game["questioner"]["actions"] == questioner["actions"]
         assert math.isclose(sum(game["answerer"]["rewards"]), answerer["return"], abs_tol=1e-5)
-    assert all(text.startswith("{") for text in data[1]["observations"])  # the answerer sees the scene
+    assert all(". main: " in text.split("\n")[0] for text in data[1]["observations"])  # the answerer sees the scene
     save_trajectories(data, tmp_path / "pairs.parquet")
     assert load_trajectories(tmp_path / "pairs.parquet").num_rows == 8
     mixture = demonstrations("visdial_v0", "mixture", num_games=6, seed=0)

@@ -19,7 +19,7 @@ from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeed
 from lm_gym.multiagent import dailydialog_v0, visdial_v0
 from lm_gym.tasks.dailydialog.env import DailyDialogEnv
 from lm_gym.tasks.visdial.policies import MixtureQuestioner, SceneTextAnswerer
-from lm_gym.tasks.visdial.synthetic import gallery, scene_text
+from lm_gym.tasks.visdial.synthetic import gallery, parse_scene_text, scene_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,6 +123,21 @@ def test_visdial_answers_are_the_answering_agents():
     }  # -1 and the yes/no penalty
     observations, *_ = env.step({"questioner": "what color is the dog?", "answerer": ""})
     assert observations["questioner"]["text"].endswith("is it sunny?\nyes\nwhat color is the dog?")
+
+
+def test_the_scene_line_reads_back_into_its_scene_and_refuses_other_text():
+    for image in gallery("validation"):
+        assert parse_scene_text(scene_text(image.content), caption=image.caption) == image.content
+    line = scene_text(gallery("train")[7].content)
+    assert line.count(".") == 3 and "{" not in line
+    for bad in (
+        "",
+        line[:-1],
+        line.replace(" on the ", " at the "),
+        "park, day. main: two red dog on the left. also: nothing.",
+    ):
+        with pytest.raises(ValueError, match="not a scene_text line"):
+            parse_scene_text(bad)
 
 
 def test_visdial_answerer_sees_the_hidden_scene_and_the_questioner_does_not():

@@ -51,9 +51,10 @@ space's, which a ``str`` has not).
   then a line per question and per answer), followed, while its question waits for the
   answer, by that question's line: ``Text(max_length=512 + 514 * max_turns + 257)``.
 * ``answerer``: the hidden image, a blank line, then the questioner's view; at its turn the
-  last line is the question to answer. ``source="synthetic"``: the scene as one line of JSON
-  (``lm_gym.tasks.visdial.synthetic.scene_text``: setting, time, weather, the objects with
-  colour, count, position and whether the caption names them); ``source="local"``: the
+  last line is the question to answer. ``source="synthetic"``: the scene in one line of words
+  (``lm_gym.tasks.visdial.synthetic.scene_text``: ``park, night, snowy. main: three green women
+  on the left. also: a gray bench in the middle.``: setting, time, weather, then the groups the
+  caption names and the others, each with count, colour and position); ``source="local"``: the
   target dialog's caption and human rounds (the text-only world's "image"), cut to 8,192
   characters: ``Text(max_length=8192 + 2 + the questioner's length)``.
 
@@ -119,7 +120,8 @@ observations, rewards, terminations, truncations, infos = parallel.step({"questi
 ```
 
 ## Version History
-* v0: initial version.
+* v0: initial version (before the first release the synthetic scene line changed from JSON,
+  about 400 tokens, to words, about 50).
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ MAX_HIDDEN_LENGTH = 8192
 
 
 def hidden_text(image: HiddenImage) -> str:
-    """What the answerer sees of ``image``: a synthetic scene as one JSON line, a human dialog as its text."""
+    """What the answerer sees of ``image``: a synthetic scene as one line of words, a human dialog as its text."""
     content = image.content
     text = scene_text(content) if isinstance(content, Scene) else dialogue_text(content.caption, content.rounds)
     return text[:MAX_HIDDEN_LENGTH]

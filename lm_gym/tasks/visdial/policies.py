@@ -208,7 +208,7 @@ class SceneTextAnswerer:
 
     def __call__(self, observation: str) -> str:
         lines = observation.split("\n")
-        return answer_question(parse_scene_text(lines[0]), lines[-1])
+        return answer_question(parse_scene_text(lines[0], caption=lines[2]), lines[-1])
 
 
 QUESTIONERS = {"informative": InformativeQuestioner, "random": RandomQuestioner, "yes_no": YesNoQuestioner}

@@ -49,11 +49,10 @@ nothing in the picture, rules out nothing.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -144,6 +143,9 @@ def plural(noun: str) -> str:
     return _IRREGULAR_PLURALS.get(noun, noun + "s")
 
 
+_SINGULARS = {plural(category): category for category in CATEGORIES}
+
+
 def with_article(noun: str) -> str:
     return ("an " if noun[0] in "aeiou" else "a ") + noun
 
@@ -181,18 +183,56 @@ class Scene:
 
 
 def scene_text(scene: Scene) -> str:
-    """``scene`` as one line of JSON (its fields, the objects as a list of dicts): what an
-    answering agent of the multi-agent game sees (:func:`parse_scene_text` reads it back)."""
-    return json.dumps(asdict(scene), separators=(", ", ": "))
+    """``scene`` in one line of the answers' own words: what an answering agent of the multi-agent
+    game sees, e.g. ``park, night, snowy. main: three green women on the left. also: a gray bench
+    in the middle; a dog on the right.`` (the setting, time and, outdoors, weather; then the groups
+    the caption names, then the others, each as count, colour, category and position). About 50
+    tokens of the task's tokenizer where the scene's JSON takes 400. The caption is left out: it
+    is the first line of the dialogue that follows. :func:`parse_scene_text` reads it back."""
+    place = ", ".join(part for part in (scene.setting, scene.time, scene.weather) if part)
+    main = "; ".join(_group_text(o) for o in scene.objects if o.main) or "nothing"
+    others = "; ".join(_group_text(o) for o in scene.objects if not o.main) or "nothing"
+    return f"{place}. main: {main}. also: {others}."
 
 
-def parse_scene_text(text: str) -> Scene:
-    """The :class:`Scene` of a :func:`scene_text` line; ``ValueError`` when the text is not one."""
-    try:
-        fields = json.loads(text)
-        return Scene(**{**fields, "objects": tuple(SceneObject(**o) for o in fields["objects"])})
-    except (TypeError, KeyError, json.JSONDecodeError) as error:
-        raise ValueError(f"not a scene_text line: {text[:80]!r}") from error
+def _group_text(group: SceneObject) -> str:
+    described = f"{group.color} {group.category}"
+    counted = (
+        with_article(described)
+        if group.count == 1
+        else f"{NUMBER_WORDS[group.count]} {group.color} {plural(group.category)}"
+    )
+    return f"{counted} {POSITION_PHRASES[group.position]}"
+
+
+_SCENE_LINE = re.compile(r"(?P<place>[a-z ,]+)\. main: (?P<main>.+)\. also: (?P<others>.+)\.")
+_GROUP = re.compile(
+    r"(?P<count>\w+) (?P<color>\w+) (?P<noun>[a-z ]+) (?P<position>on the left|in the middle|on the right)"
+)
+
+
+def parse_scene_text(text: str, caption: str = "") -> Scene:
+    """The :class:`Scene` of a :func:`scene_text` line, with ``caption`` (the line leaves it out);
+    ``ValueError`` when the text is not such a line."""
+    line = _SCENE_LINE.fullmatch(text)
+    if line is None:
+        raise ValueError(f"not a scene_text line: {text[:80]!r}")
+    setting, time, *weather = line["place"].split(", ")
+    groups = [(True, part) for part in line["main"].split("; ") if part != "nothing"]
+    groups += [(False, part) for part in line["others"].split("; ") if part != "nothing"]
+    objects = tuple(_parse_group(part, main, text) for main, part in groups)
+    return Scene(setting, time, weather[0] if weather else None, objects, caption)
+
+
+def _parse_group(part: str, main: bool, text: str) -> SceneObject:
+    group = _GROUP.fullmatch(part)
+    words = NUMBER_WORDS.index(group["count"]) if group and group["count"] in NUMBER_WORDS[2:] else 0
+    count = 1 if group and group["count"] in ("a", "an") else words
+    category = group and (_SINGULARS.get(group["noun"]) if count > 1 else group["noun"])
+    if not count or category not in CATEGORIES:
+        raise ValueError(f"not a scene_text line: {part!r} in {text[:80]!r}")
+    position = next(name for name, phrase in POSITION_PHRASES.items() if phrase == group["position"])
+    return SceneObject(category, group["color"], count, position, main)
 
 
 # ---- generation -----------------------------------------------------------------------------
