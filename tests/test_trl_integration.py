@@ -21,6 +21,7 @@ from lm_gym.integrations.trl import (
 README = Path(__file__).resolve().parents[1] / "README.md"
 COMMONGEN = ("lm_gym/CommonGen-v0", {"source": "synthetic"})
 WORDLE = ("lm_gym/Wordle-v0", {"num_answers": 20})
+VISDIAL = ("lm_gym/VisDial-v0", {"source": "synthetic"})
 
 
 def env_reward(env_id, env_kwargs, index, utterance):
@@ -163,9 +164,10 @@ def test_grpo_trainer_trains_on_a_single_turn_task(tmp_path):
     assert logged and logged[0]["reward"] == pytest.approx(sum(recorder.calls[0][2]) / 4, abs=1e-5)
 
 
-def test_grpo_trainer_plays_whole_games_of_a_multi_turn_task(tmp_path):
+@pytest.mark.parametrize("task", [WORDLE, VISDIAL], ids=["wordle", "visdial"])
+def test_grpo_trainer_plays_whole_games_of_a_multi_turn_task(tmp_path, task):
     trl = pytest.importorskip("trl")
-    env_id, kwargs = WORDLE
+    env_id, kwargs = task
     model, tokenizer = tiny_model(env_id, kwargs)
     recorder = Recorder(reward_function(env_id, **kwargs))
     rollout = rollout_function(env_id, num_prompts=8, max_new_tokens=8, **kwargs)
