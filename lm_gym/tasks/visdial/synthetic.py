@@ -196,19 +196,16 @@ def scene_text(scene: Scene) -> str:
 
 
 def _group_text(group: SceneObject) -> str:
-    described = f"{group.color} {group.category}"
-    counted = (
-        with_article(described)
-        if group.count == 1
-        else f"{NUMBER_WORDS[group.count]} {group.color} {plural(group.category)}"
-    )
+    if group.count == 1:
+        counted = with_article(f"{group.color} {group.category}")
+    else:
+        counted = f"{NUMBER_WORDS[group.count]} {group.color} {plural(group.category)}"
     return f"{counted} {POSITION_PHRASES[group.position]}"
 
 
+_POSITIONS = {phrase: position for position, phrase in POSITION_PHRASES.items()}
 _SCENE_LINE = re.compile(r"(?P<place>[a-z ,]+)\. main: (?P<main>.+)\. also: (?P<others>.+)\.")
-_GROUP = re.compile(
-    r"(?P<count>\w+) (?P<color>\w+) (?P<noun>[a-z ]+) (?P<position>on the left|in the middle|on the right)"
-)
+_GROUP = re.compile(rf"(?P<count>\w+) (?P<color>\w+) (?P<noun>[a-z ]+) (?P<position>{'|'.join(_POSITIONS)})")
 
 
 def parse_scene_text(text: str, caption: str = "") -> Scene:
@@ -226,13 +223,15 @@ def parse_scene_text(text: str, caption: str = "") -> Scene:
 
 def _parse_group(part: str, main: bool, text: str) -> SceneObject:
     group = _GROUP.fullmatch(part)
-    words = NUMBER_WORDS.index(group["count"]) if group and group["count"] in NUMBER_WORDS[2:] else 0
-    count = 1 if group and group["count"] in ("a", "an") else words
-    category = group and (_SINGULARS.get(group["noun"]) if count > 1 else group["noun"])
-    if not count or category not in CATEGORIES:
-        raise ValueError(f"not a scene_text line: {part!r} in {text[:80]!r}")
-    position = next(name for name, phrase in POSITION_PHRASES.items() if phrase == group["position"])
-    return SceneObject(category, group["color"], count, position, main)
+    if group is not None:
+        if group["count"] in ("a", "an"):
+            count, category = 1, group["noun"]
+        else:
+            count = NUMBER_WORDS.index(group["count"]) if group["count"] in NUMBER_WORDS[2:] else 0
+            category = _SINGULARS.get(group["noun"])
+        if count and category in CATEGORIES:
+            return SceneObject(category, group["color"], count, _POSITIONS[group["position"]], main)
+    raise ValueError(f"not a scene_text line: {part!r} in {text[:80]!r}")
 
 
 # ---- generation -----------------------------------------------------------------------------
