@@ -8,7 +8,10 @@ dataset conversation, each scored on its own utterances).
 * Every learning agent is PPO of ``ppo.py`` on its own transitions: its own policy (or, with
   ``--shared-policy``, one policy whose prompt ends with the agent's name), value head, frozen
   reference and per-token KL, adaptive KL controller, GAE over its own turns; ``ppo.py``'s
-  ``advantages_and_returns``, ``update`` and ``adapt_kl_coef`` do the work.
+  ``advantages_and_returns``, ``update`` and ``adapt_kl_coef`` do the work. ``--value-norm`` (the
+  default, MAPPO's value normalisation): each value head predicts its agent's returns normalised by
+  their running mean and std, so VisDial's returns near -10 do not give a value loss that swamps the
+  policy's in the shared trunk (without it, the answerer's policy fell apart in a few iterations).
 * Rollouts: ``--num-envs`` copies of the parallel env play one game each per iteration. Every
   cycle, each agent speaks in the copies where it is the active agent: one batched sampling
   pass of its policy with the KV cache (the others hand in ``""``, which the env ignores). An
@@ -48,6 +51,7 @@ import numpy as np
 import ppo
 import torch
 import tyro
+from gymnasium.wrappers.utils import RunningMeanStd
 from torch import nn
 
 from lm_gym.results import summarize_episodes
@@ -80,10 +84,12 @@ class Args(ppo.Args):
     """one policy for every agent, its prompt ending with the agent's name"""
     scripted: tuple[str, ...] = ()
     """agents played by their scripted policy, not learning (the other agent then learns with a fixed partner)"""
-    max_prompt_length: int = 768
-    """prompt tokens kept, from the end (the VisDial answerer sees the scene first: 490 tokens on average, 640 max)"""
+    max_prompt_length: int = 384
+    """prompt tokens kept, from the end (the VisDial answerer sees the scene line and the dialogue: 90-230 tokens)"""
     max_cycles: int = 40
     """utterances after which a game is truncated"""
+    value_norm: bool = True
+    """the value head predicts returns normalised by their running mean and std (MAPPO's value normalisation)"""
 
 
 @dataclass
@@ -96,6 +102,16 @@ class Learner:
     parameters: list[torch.Tensor]
     kl_coef: float
     agents: list[str] = field(default_factory=list)
+    returns: RunningMeanStd | None = None  # with --value-norm: the running moments of its value targets
+
+
+def normalised(values: torch.Tensor, moments: RunningMeanStd | None, inverse: bool = False) -> torch.Tensor:
+    """Values in the value head's units (``inverse``: back to returns). VisDial's -1 a round gives returns
+    near -10: unnormalised, their value loss would swamp the policy's loss in the shared trunk."""
+    if moments is None:
+        return values
+    std = float(np.sqrt(moments.var + 1e-8))
+    return values * std + float(moments.mean) if inverse else (values - float(moments.mean)) / std
 
 
 def scripted_speaker(env, agent: str):
@@ -176,7 +192,10 @@ def play_games(envs, learners: dict[str, Learner], scripted: dict, seeds: list[i
 
 
 def evaluate(envs, learners, scripted, args: Args) -> tuple[dict[str, float], list]:
-    """``--eval-episodes`` validation games: the joint return, each agent's return and the env's metrics."""
+    """``--eval-episodes`` validation games: the joint return, each agent's return and the env's metrics;
+    ``(None, [])`` without games."""
+    if args.eval_episodes == 0:
+        return None, []
     returns, metrics = [], []
     agents = envs[0].possible_agents
     for first in range(0, args.eval_episodes, len(envs)):
@@ -249,7 +268,8 @@ def main(args: Args) -> dict:
         parameters = [*policy.parameters(), *value_head.parameters()]
         optimizer = torch.optim.AdamW(parameters, lr=args.learning_rate, eps=1e-5)
         actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head)
-        learner = Learner(actor, reference, optimizer, parameters, args.kl_coef, owner)
+        moments = RunningMeanStd(shape=()) if args.value_norm else None
+        learner = Learner(actor, reference, optimizer, parameters, args.kl_coef, owner, moments)
         learners.update(dict.fromkeys(owner, learner))
     unique = list({id(learner): learner for learner in learners.values()}.values())
     if run.resuming:
@@ -259,6 +279,8 @@ def main(args: Args) -> dict:
             learner.actor.value_head.load_state_dict(saved["value_head"])
             learner.optimizer.load_state_dict(saved["optimizer"])
             learner.kl_coef = saved["kl_coef"]
+            if learner.returns is not None:
+                learner.returns.mean, learner.returns.var, learner.returns.count = saved["returns"]
 
     def evaluation():
         with autocast:
@@ -273,6 +295,9 @@ def main(args: Args) -> dict:
                 "value_head": learner.actor.value_head.state_dict(),
                 "optimizer": learner.optimizer.state_dict(),
                 "kl_coef": learner.kl_coef,
+                "returns": (learner.returns.mean, learner.returns.var, learner.returns.count)
+                if learner.returns
+                else None,
             }
             for learner in unique
         }
@@ -301,10 +326,16 @@ def main(args: Args) -> dict:
         for learner in unique:
             own = [turn for agent in learner.agents for turn in turns[agent]]
             batch = TurnBatch.of(own, tokenizer.pad_token_id, device)
+            head_values = batch.old_values  # the value head's outputs, in the units of the moments so far
+            batch.old_values = normalised(head_values, learner.returns, inverse=True)
             with autocast:
                 advantages, targets, kl = ppo.advantages_and_returns(
                     learner.actor, learner.reference, batch, own, learner.kl_coef, args
                 )
+                if learner.returns is not None:  # the moments of every process's targets, then the targets in them
+                    mask = batch.response_mask.bool()
+                    learner.returns.update(np.concatenate(distributed.gather(targets[mask].cpu().numpy())))
+                    batch.old_values, targets = head_values, normalised(targets, learner.returns)
                 stats = ppo.update(
                     learner.actor, learner.optimizer, learner.parameters, batch, own, advantages, targets, args
                 )

@@ -2,7 +2,9 @@
 
 import math
 
+import numpy as np
 import pytest
+import torch
 from conftest import load_baseline
 
 pytest.importorskip("pettingzoo")
@@ -129,3 +131,35 @@ def test_a_games_metrics_are_the_mean_over_the_utterances_the_env_scores():
     scripted = {"questioner": [InformativeQuestioner()] * 2, "answerer": [SceneTextAnswerer()] * 2}
     _, returns, finals = ippo.play_games(pair, {}, scripted, seeds=[0, 1], first=0, shared=False)
     assert [final["return"] for final in finals] == pytest.approx(list(returns[:, 0]))  # VisDial scores the game once
+
+
+def test_the_value_head_learns_normalised_returns(tmp_path, monkeypatch):
+    """With --value-norm (the default) each agent's value targets reach PPO's update normalised by their
+    running moments (VisDial's returns grow towards -10 as the values learn); without it, as GAE gives them."""
+    ippo = load_baseline("ippo")
+    targets = []
+    update = ippo.ppo.update
+    monkeypatch.setattr(
+        ippo.ppo,
+        "update",
+        lambda actor, optimizer, parameters, batch, turns, advantages, returns, args: (
+            targets.append((returns[batch.response_mask.bool()].clone(), batch.old_values.abs().max()))
+            or update(actor, optimizer, parameters, batch, turns, advantages, returns, args)
+        ),
+    )
+    common = dict(model_config=GPT2, num_envs=4, iterations=1, update_epochs=1, num_minibatches=1)
+    for norm in (True, False):
+        ippo.main(
+            ippo.Args(**common, eval_episodes=0, max_cycles=20, value_norm=norm, out_dir=str(tmp_path / str(norm)))
+        )
+    (normalised, head), _, (raw, _), _ = targets  # questioner then answerer, with and without
+    assert float(normalised.mean()) == pytest.approx(0.0, abs=1e-3) and float(normalised.std()) == pytest.approx(
+        1.0, abs=0.01
+    )
+    assert float(raw.mean()) < -0.3 and float(head) == 0.0  # the zero-initialised head's outputs, not shifted
+    moments = ippo.RunningMeanStd(shape=())
+    moments.update(np.array([-10.0, -8.0, -6.0]))
+    values = torch.tensor([-9.0, -3.0])
+    assert ippo.normalised(values, moments).tolist() == pytest.approx([-0.6123, 3.0605], abs=1e-3)
+    assert ippo.normalised(ippo.normalised(values, moments), moments, inverse=True).tolist() == pytest.approx([-9, -3])
+    assert ippo.normalised(values, None) is values
