@@ -105,6 +105,11 @@ class Learner:
     returns: RunningMeanStd | None = None  # with --value-norm: the running moments of its value targets
 
 
+def moments_state(moments: RunningMeanStd | None) -> list[float] | None:
+    """Mean, variance and count as plain floats (a checkpoint loads with ``weights_only``)."""
+    return None if moments is None else [float(moments.mean), float(moments.var), float(moments.count)]
+
+
 def normalised(values: torch.Tensor, moments: RunningMeanStd | None, inverse: bool = False) -> torch.Tensor:
     """Values in the value head's units (``inverse``: back to returns). VisDial's -1 a round gives returns
     near -10: unnormalised, their value loss would swamp the policy's loss in the shared trunk."""
@@ -295,9 +300,7 @@ def main(args: Args) -> dict:
                 "value_head": learner.actor.value_head.state_dict(),
                 "optimizer": learner.optimizer.state_dict(),
                 "kl_coef": learner.kl_coef,
-                "returns": (learner.returns.mean, learner.returns.var, learner.returns.count)
-                if learner.returns
-                else None,
+                "returns": moments_state(learner.returns),
             }
             for learner in unique
         }
