@@ -171,6 +171,9 @@ def test_every_shipped_suites_command_lines_are_accepted_by_their_baselines(tmp_
         if job.is_baseline:
             args = tyro.cli(load_baseline(Path(job.argv[0]).stem).Args, args=list(job.argv[1:]))
             assert args.seed == job.seed and args.out_dir == str(job.out_dir)
+        elif Path(job.argv[0]).parent.name == "baselines":  # a seed-independent baseline run (a shared warm start)
+            args = tyro.cli(load_baseline(Path(job.argv[0]).stem).Args, args=list(job.argv[1:]))
+            assert args.out_dir == str(job.out_dir), job.key
         else:  # data modules: every flag is one their --help lists
             help_text = subprocess.run(
                 [sys.executable, *job.argv[:2], "--help"], capture_output=True, text=True, cwd=ROOT
