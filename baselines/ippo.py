@@ -90,6 +90,13 @@ class Args(ppo.Args):
     """utterances after which a game is truncated"""
     value_norm: bool = True
     """the value head predicts returns normalised by their running mean and std (MAPPO's value normalisation)"""
+    shaping_info: str | None = None
+    """training's reward shaping: a learning agent's turn also gets --shaping-coef x the change of this numeric info
+    since the agent's previous info (VisDial: percentile_gain, Das et al.'s dense reward); None: the env's only"""
+    shaping_coef: float = 10.0
+    """weight of the info's changes (VisDial's percentile_gain: +0.05 to +0.15 for a right answer)"""
+    shaping_range: tuple[float, float] = (-1.0, 1.0)
+    """the info's values are clipped to this range first (a wrong VisDial answer can drop percentile_gain to -12)"""
 
 
 @dataclass
@@ -134,13 +141,36 @@ def prompt_of(agent: str, observation: str, shared: bool) -> str:
     return f"{observation}\n{agent}:" if shared else observation
 
 
-def play_games(envs, learners: dict[str, Learner], scripted: dict, seeds: list[int], first: int, shared: bool):
+def shaping_value(info: dict, key: str, low: float, high: float) -> float:
+    value = info.get(key)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        numbers = sorted(k for k, v in info.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+        raise ValueError(f"--shaping-info {key!r}: the env's reset info has no such number (its numbers: {numbers})")
+    return min(max(float(value), low), high)
+
+
+def play_games(
+    envs,
+    learners: dict[str, Learner],
+    scripted: dict,
+    seeds: list[int],
+    first: int,
+    shared: bool,
+    shaping: tuple[str, float, float, float] | None = None,
+):
     """One game per env copy: each agent's turns (its ``Turn``'s ``env`` indexes its own chain of turns:
     copy x agent), and per game each agent's return, the number of utterances and the env's metrics, averaged
-    over the steps that report them (DailyDialog scores every utterance, VisDial the whole game)."""
+    over the steps that report them (DailyDialog scores every utterance, VisDial the whole game). ``shaping``
+    (info key, weight, low, high): the turns' rewards also get the weighted changes of that info, clipped to
+    [low, high] (the returns do not)."""
     agents = envs[0].possible_agents
     observations, infos = zip(*(env.reset(seed=seed) for env, seed in zip(envs, seeds, strict=True)))
     observations, infos = list(observations), list(infos)
+    if shaping is not None:
+        key, weight, low, high = shaping
+        potential = {
+            (who, i): shaping_value(info[who], key, low, high) for i, info in enumerate(infos) for who in agents
+        }
     turns: dict[str, list[Turn]] = {agent: [] for agent in agents}
     last: dict[tuple[str, int], Turn] = {}  # the latest turn of an agent in a copy: it collects the rewards
     returns = np.zeros((len(envs), len(agents)))
@@ -182,6 +212,9 @@ def play_games(envs, learners: dict[str, Learner], scripted: dict, seeds: list[i
                 reported[i].append(numeric)
             for who, reward in rewards.items():
                 returns[i, agents.index(who)] += reward
+                if shaping is not None and key in infos[i][who]:
+                    before, potential[who, i] = potential[who, i], shaping_value(infos[i][who], key, low, high)
+                    reward += weight * (potential[who, i] - before)
                 if (who, i) in last:
                     last[who, i].reward += reward
             if any(terminations.values()) or any(truncations.values()):
@@ -246,6 +279,11 @@ def main(args: Args) -> dict:
         module.parallel_env(**split_kwargs(args.env_id, kwargs, "validation")) for _ in range(args.eval_batch_size)
     ]
     agents = train_envs[0].possible_agents
+    shaping = None if args.shaping_info is None else (args.shaping_info, args.shaping_coef, *args.shaping_range)
+    if shaping is not None:  # refused before any model loads
+        if not args.shaping_range[0] < args.shaping_range[1]:
+            raise ValueError(f"--shaping-range takes LOW HIGH with LOW < HIGH, got {args.shaping_range}")
+        shaping_value(train_envs[0].reset(seed=args.seed)[1][agents[0]], args.shaping_info, *args.shaping_range)
     if any("=" not in entry for entry in args.warm_start):
         raise ValueError(f"--warm-start takes AGENT=CHECKPOINT entries, got {list(args.warm_start)}")
     warm = dict(entry.split("=", 1) for entry in args.warm_start)
@@ -321,7 +359,9 @@ def main(args: Args) -> dict:
         iteration_start = time.time()
         seeds = [args.seed * 1_000_003 + iteration * args.num_envs + first_env + i for i in range(num_envs)]
         with autocast:
-            turns, returns, finals = play_games(train_envs, learners, scripted, seeds, first_env, args.shared_policy)
+            turns, returns, finals = play_games(
+                train_envs, learners, scripted, seeds, first_env, args.shared_policy, shaping
+            )
         rollout_seconds = time.time() - iteration_start
 
         # ---- each policy's PPO update on its own agents' turns

@@ -1,5 +1,6 @@
 """Multi-agent training: per-agent demonstrations, sft.py --agent, and baselines/ippo.py on both multi-agent envs."""
 
+import json
 import math
 
 import numpy as np
@@ -163,3 +164,42 @@ def test_the_value_head_learns_normalised_returns(tmp_path, monkeypatch):
     assert ippo.normalised(values, moments).tolist() == pytest.approx([-0.6123, 3.0605], abs=1e-3)
     assert ippo.normalised(ippo.normalised(values, moments), moments, inverse=True).tolist() == pytest.approx([-9, -3])
     assert ippo.normalised(values, None) is values
+
+
+class AnswerLengthRanker:
+    """The target moves up 0.05 for each answer of odd length, down 0.03 for each even one (from 0.5)."""
+
+    def percentiles(self, images, dialogues):
+        return [0.5 + sum(0.05 if len(answer) % 2 else -0.03 for _, answer in dialogue) for dialogue in dialogues]
+
+
+def test_shaping_adds_the_info_changes_to_the_learners_turns_only():
+    """--shaping-info percentile_gain: an answer's turn also gets coef x the gain it added (so a game's turns
+    get coef x its final gain on top of the env's reward); the returns and the play stay the env's."""
+    ippo = load_baseline("ippo")
+    envs = [visdial_v0.parallel_env(ranker=AnswerLengthRanker()) for _ in range(3)]
+    tokenizer = ippo.load_tokenizer(envs[0].task, None)
+    lengths = ippo.task_lengths("lm_gym/VisDial-v0")
+    lengths = ippo.Lengths(384, lengths.max_new_tokens, lengths.min_new_tokens, "left")
+    policy = ippo.load_policy(None, json.loads(GPT2), tokenizer, 0).eval()
+    actor = ippo.TextPolicy(policy, tokenizer, lengths, 1.0, torch.nn.Linear(policy.config.hidden_size, 1))
+    learners = {"answerer": ippo.Learner(actor, None, None, [], 0.0, ["answerer"])}
+    scripted = {"questioner": [InformativeQuestioner() for _ in envs]}
+    games = {
+        shaping: ippo.play_games(envs, learners, scripted, [4, 5, 6], 0, False, shaping)
+        for shaping in (None, ("percentile_gain", 10.0, -1.0, 1.0), ("percentile_gain", 10.0, -0.05, 0.15))
+    }
+    (plain, plain_returns, finals), (shaped, shaped_returns, _), (clipped, _, _) = games.values()
+    assert np.array_equal(plain_returns, shaped_returns) and plain["questioner"] == []  # scripted: no turns
+    assert [s.response for s in shaped["answerer"]] == [p.response for p in plain["answerer"]]
+    bonus = np.array([s.reward - p.reward for p, s in zip(plain["answerer"], shaped["answerer"], strict=True)])
+    assert set(np.round(bonus, 4)) == {1.0, -0.6}  # 10 x (+0.05 or -0.03) / (1 - 0.5)
+    chains = np.array([turn.env for turn in plain["answerer"]])
+    clipped_bonus = np.array([c.reward - p.reward for p, c in zip(plain["answerer"], clipped["answerer"], strict=True)])
+    for game, final in enumerate(finals):  # the answerer's chain in copy `game`: game x 2 agents + 1
+        assert bonus[chains == 2 * game + 1].sum() == pytest.approx(10.0 * final["percentile_gain"])
+        in_range = min(max(final["percentile_gain"], -0.05), 0.15)
+        assert clipped_bonus[chains == 2 * game + 1].sum() == pytest.approx(10.0 * in_range)
+    assert not np.allclose(clipped_bonus, bonus)  # some games leave the range
+    with pytest.raises(ValueError, match=r"--shaping-info 'rank'.*percentile_gain"):
+        ippo.play_games(envs, learners, scripted, [4, 5, 6], 0, False, ("rank", 1.0, -1.0, 1.0))

@@ -172,7 +172,7 @@ class DailyDialogParallelEnv(TurnTakingEnv):
     def _turn(self) -> int:
         return len(self._utterances) - self.context_size
 
-    def _start(self, seed: int | None, options: dict[str, Any]) -> None:
+    def _start(self, seed: int | None, options: dict[str, Any]) -> dict[str, Any]:
         index = options.get("index")
         if index is not None:
             index = check_int("options['index']", index, 0, len(self.games) - 1)
@@ -185,6 +185,7 @@ class DailyDialogParallelEnv(TurnTakingEnv):
             self._game[0].meta["dialogue"]
         ]
         self._utterances = [utterance for utterance, _, _ in dialogue[: self.context_size]]
+        return {}
 
     def _speak(self, utterance: str) -> tuple[dict[str, float], bool, dict[str, Any]]:
         sample, speaker, prompt = self._game[self._turn], self.active_agent, self.observe(self.active_agent)

@@ -73,8 +73,9 @@ class TurnTakingEnv(ParallelEnv[str, str, str]):
         """The agent whose utterance the next cycle applies."""
         raise NotImplementedError
 
-    def _start(self, seed: int | None, options: dict[str, Any]) -> None:
-        """Start an episode (raise ``ConfigurationError`` for bad ``options`` before changing state)."""
+    def _start(self, seed: int | None, options: dict[str, Any]) -> dict[str, Any]:
+        """Start an episode (raise ``ConfigurationError`` for bad ``options`` before changing state);
+        what every agent's reset ``info`` gets besides ``active_agent``."""
         raise NotImplementedError
 
     def _speak(self, utterance: str) -> tuple[dict[str, float], bool, dict[str, Any]]:
@@ -99,12 +100,12 @@ class TurnTakingEnv(ParallelEnv[str, str, str]):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
         seed = check_seed(seed)
-        self._start(seed, self._checked_options(options))
+        info = self._start(seed, self._checked_options(options))
         self.agents = list(self.possible_agents)
         self.num_cycles = 0
         self._needs_reset = False
         self._render_human()
-        info = {"active_agent": self.active_agent}
+        info = {**info, "active_agent": self.active_agent}
         return {agent: self._observation(agent) for agent in self.agents}, {agent: dict(info) for agent in self.agents}
 
     def step(self, actions: Mapping[str, Any]):

@@ -69,7 +69,10 @@ reward_shift``. So each agent's return equals the single-agent return of the sam
 The single-agent env's, reset with the same ``seed``: a target image drawn uniformly with the
 env's RNG, or image ``i`` with ``reset(options={"index": i})`` (a bad index raises
 ``ConfigurationError``; other option keys are ignored with a warning). ``infos`` hold
-``active_agent`` (``"questioner"``).
+``active_agent`` (``"questioner"``) and the single-agent reset's ``info`` (``prompt``,
+``references``, ``meta``, ``percentile``: the caption-only percentile, ``percentile_gain``: 0.0,
+where a dense reward on the rounds' progress starts, e.g. ``baselines/ippo.py --shaping-info
+percentile_gain``).
 
 ## Episode End
 Both agents terminate at the answer that reaches the cutoff or ends round ``max_turns``; both
@@ -121,7 +124,7 @@ observations, rewards, terminations, truncations, infos = parallel.step({"questi
 
 ## Version History
 * v0: initial version (before the first release the synthetic scene line changed from JSON,
-  about 400 tokens, to words, about 50).
+  about 400 tokens, to words, about 50, and the reset ``infos`` got the single-agent reset's).
 """
 
 from __future__ import annotations
@@ -202,10 +205,11 @@ class VisDialParallelEnv(TurnTakingEnv):
     def active_agent(self) -> str:
         return QUESTIONER if self._question is None else ANSWERER
 
-    def _start(self, seed: int | None, options: dict[str, Any]) -> None:
+    def _start(self, seed: int | None, options: dict[str, Any]) -> dict[str, Any]:
         self._dialogue, info = self.task.reset(seed=seed, options=options)
         self._hidden = hidden_text(self.task.images[info["meta"]["index"]])
         self._question = None
+        return info
 
     def _speak(self, utterance: str) -> tuple[dict[str, float], bool, dict[str, Any]]:
         if self._question is None:

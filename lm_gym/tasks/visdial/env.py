@@ -149,11 +149,12 @@ class VisDialEnv(TextEnv):
     A target image drawn uniformly from the source's images with the env's RNG, or image ``i``
     with ``reset(options={"index": i})``. The observation is its caption. ``info``: ``prompt``
     (the observation), ``references`` (empty), ``meta`` (``image_id``, ``index``, ``source``,
-    ``initial_percentile``), ``percentile`` (the caption-only ``p0``).
+    ``initial_percentile``), ``percentile`` (the caption-only ``p0``), ``percentile_gain`` (0.0).
 
     ## Episode End
     Terminates at the turn that reaches the cutoff or after ``max_turns`` (10) turns. Every
-    step's ``info`` holds ``answer``, ``percentile`` and ``turn``; the last one also
+    step's ``info`` holds ``answer``, ``percentile``, ``percentile_gain`` (so far: a dense
+    progress signal, as Das et al. (2017) rewarded each round's change) and ``turn``; the last one also
     ``metrics``: ``return``, ``turns``, ``reached_cutoff`` (0/1), ``final_percentile``,
     ``percentile_gain`` (``(p_t - p0) / (goal_value - p0)``, 1.0 when ``p0 >= goal_value``)
     and ``yes_no_answers``: the answers that passed the yes/no test of ``yn_reward_kind``
@@ -202,7 +203,9 @@ class VisDialEnv(TextEnv):
 
     ## Version History
     * v0: initial version. ILQL's reward with a guard for ``p0 >= goal_value``; percentiles of
-      the built-in rankers reach 1.0; synthetic and text-only worlds; no ``hub`` source.
+      the built-in rankers reach 1.0; synthetic and text-only worlds; no ``hub`` source. Before
+      the first release, ``percentile_gain`` was added to every ``info`` (it was in the last one's
+      ``metrics`` only).
     """
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 256, "max_new_tokens": 24}
@@ -365,7 +368,14 @@ class VisDialEnv(TextEnv):
             "source": self.source,
             "initial_percentile": self._initial,
         }
-        return {"prompt": self._text(), "references": [], "meta": meta, "percentile": self._percentile}
+        gain = percentile_gain(self._initial, self._percentile, self.goal_value)
+        return {
+            "prompt": self._text(),
+            "references": [],
+            "meta": meta,
+            "percentile": self._percentile,
+            "percentile_gain": gain,
+        }
 
     # ---- data for learning ------------------------------------------------------------------
     def demonstrations(self, num_games: int = 500, seed: int = 0) -> list[tuple[str, str]]:
