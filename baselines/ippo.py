@@ -17,6 +17,11 @@ dataset conversation, each scored on its own utterances).
   pass of its policy with the KV cache (the others hand in ``""``, which the env ignores). An
   agent's transition is one of its utterances, rewarded with everything the agent received from
   that cycle until its next turn (VisDial: a question is rewarded when it is answered).
+* ``--shaping-info KEY``: training rewards also get ``--shaping-coef`` x each change of the env's
+  numeric info ``KEY`` (clipped to ``--shaping-range``), the dense reward of Das et al. (2017):
+  VisDial's ``percentile_gain`` rises a little with each right answer and falls far with a wrong
+  one, where the game's own reward is -1 a round until the cutoff. Evaluation, ``mean_return`` and
+  the curves stay the env's reward.
 * ``--scripted AGENT`` plays an agent with its scripted policy (the VisDial informative
   questioner or scene-reading answerer of ``lm_gym.tasks.visdial.policies``; a DailyDialog
   speaker saying the dataset's utterance): the partner is then fixed and only the other learns.

@@ -173,7 +173,7 @@ class AnswerLengthRanker:
         return [0.5 + sum(0.05 if len(answer) % 2 else -0.03 for _, answer in dialogue) for dialogue in dialogues]
 
 
-def test_shaping_adds_the_info_changes_to_the_learners_turns_only():
+def test_shaping_adds_the_info_changes_to_the_learners_turns_only(tmp_path):
     """--shaping-info percentile_gain: an answer's turn also gets coef x the gain it added (so a game's turns
     get coef x its final gain on top of the env's reward); the returns and the play stay the env's."""
     ippo = load_baseline("ippo")
@@ -203,3 +203,8 @@ def test_shaping_adds_the_info_changes_to_the_learners_turns_only():
     assert not np.allclose(clipped_bonus, bonus)  # some games leave the range
     with pytest.raises(ValueError, match=r"--shaping-info 'rank'.*percentile_gain"):
         ippo.play_games(envs, learners, scripted, [4, 5, 6], 0, False, ("rank", 1.0, -1.0, 1.0))
+    common = dict(model_config=GPT2, num_envs=2, num_minibatches=1, eval_episodes=0, out_dir=str(tmp_path))
+    with pytest.raises(ValueError, match=r"--shaping-info 'rank'.*percentile_gain"):
+        ippo.main(ippo.Args(**common, shaping_info="rank"))
+    with pytest.raises(ValueError, match=r"--shaping-range takes LOW HIGH with LOW < HIGH, got \(1.0, 0.0\)"):
+        ippo.main(ippo.Args(**common, shaping_info="percentile_gain", shaping_range=(1.0, 0.0)))
