@@ -22,7 +22,9 @@ a seed twice would shrink the interval silently.
 which rliable draws from, seeded with ``--seed`` for each metric so that the report is
 reproducible; :func:`lm_gym.stats.interval_estimates`, which the leaderboard's intervals use
 too). The metrics are those of ``final_eval`` (``mean_return`` first; ``num_episodes`` is not a
-score), the same ones of ``initial_eval`` prefixed ``initial/``, and ``wall_time_s``,
+score), the same ones of ``initial_eval`` prefixed ``initial/``, each one's change from the
+initial evaluation to the final one prefixed ``gain/`` (per seed, so its interval says whether
+training moved the metric: a learning demonstration's "the CI over seeds excludes 0"), and ``wall_time_s``,
 ``tokens_per_s``, ``episodes_per_s``, ``peak_memory_mb``. A metric some seeds lack (e.g. a run
 without evaluation) is computed over the seeds that have it, and says how many. With one seed
 there is nothing to resample: the interval is the point itself.
@@ -30,7 +32,7 @@ there is nothing to resample: the interval is the point itself.
 **Writes** Markdown to stdout and ``<out>/report.md`` (one table per task: a row per
 algorithm with the number of seeds, ``mean_return`` as ``mean [low, high]``, the task's other
 episode metrics (``mean_<name>``; ``--metrics`` picks others, e.g. ``corpus_bleu``), the initial
-``mean_return`` and the wall time), and ``<out>/report.json`` (``--out`` defaults to ``RUNS_DIR``)::
+``mean_return``, its gain and the wall time), and ``<out>/report.json`` (``--out`` defaults to ``RUNS_DIR``)::
 
     {"runs_dir": str, "confidence": float, "reps": int, "seed": int,
      "skipped": [{"path": str, "reason": str}, ...],     # paths relative to runs_dir
@@ -61,6 +63,7 @@ from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
 
 PERFORMANCE_FIELDS = ("wall_time_s", "tokens_per_s", "episodes_per_s", "peak_memory_mb")
 INITIAL_PREFIX = "initial/"
+GAIN_PREFIX = "gain/"
 
 
 class DuplicateSeedError(LMGymError, ValueError):
@@ -100,6 +103,8 @@ def metric_values(result: dict[str, Any]) -> dict[str, float]:
         for name, value in (evaluation or {}).items():
             if name != "num_episodes":  # a setting of the evaluation, not a score
                 values[prefix + name] = float(value)
+    for name in [name for name in values if INITIAL_PREFIX + name in values]:
+        values[GAIN_PREFIX + name] = values[name] - values[INITIAL_PREFIX + name]
     values.update({field: float(result[field]) for field in PERFORMANCE_FIELDS})
     return values
 
@@ -152,20 +157,21 @@ def summarize(runs: Sequence[Run], confidence: float = 0.95, reps: int = 2000, s
 
 
 def _metric_order(names: Iterable[str]) -> list[str]:
-    """Final metrics (``mean_return`` first), then the initial ones likewise, then performance."""
+    """Final metrics (``mean_return`` first), then the initial ones likewise, the gains, then performance."""
 
     def key(name: str) -> tuple[int, int, str]:
         if name in PERFORMANCE_FIELDS:
-            return 2, PERFORMANCE_FIELDS.index(name), ""
-        base = name.removeprefix(INITIAL_PREFIX)
-        return int(name.startswith(INITIAL_PREFIX)), int(base != "mean_return"), base
+            return 3, PERFORMANCE_FIELDS.index(name), ""
+        group = 1 if name.startswith(INITIAL_PREFIX) else 2 if name.startswith(GAIN_PREFIX) else 0
+        base = name.removeprefix(INITIAL_PREFIX).removeprefix(GAIN_PREFIX)
+        return group, int(base != "mean_return"), base
 
     return sorted(names, key=key)
 
 
 def _is_final(name: str) -> bool:
-    """Whether a report metric name is one of ``final_eval`` (not initial, not performance)."""
-    return not name.startswith(INITIAL_PREFIX) and name not in PERFORMANCE_FIELDS
+    """Whether a report metric name is one of ``final_eval`` (not initial, not a gain, not performance)."""
+    return not name.startswith((INITIAL_PREFIX, GAIN_PREFIX)) and name not in PERFORMANCE_FIELDS
 
 
 def to_markdown(report: dict[str, Any], metrics: Sequence[str] | None = None) -> str:
@@ -190,7 +196,7 @@ def to_markdown(report: dict[str, Any], metrics: Sequence[str] | None = None) ->
             for name in _metric_order(task_metrics)
             if name != "mean_return" and (name in metrics if metrics is not None else name.startswith("mean_"))
         ]
-        columns = ["mean_return", *others, INITIAL_PREFIX + "mean_return", "wall_time_s"]
+        columns = ["mean_return", *others, INITIAL_PREFIX + "mean_return", GAIN_PREFIX + "mean_return", "wall_time_s"]
         rows = []
         for algorithm, group in algorithms.items():
             seeds = len(group["seeds"])

@@ -13,7 +13,7 @@ from lm_gym.results import make_result, write_result
 REPS = 200
 SEED = 7
 
-# (env id, algorithm, seed) -> final mean_return; initial mean_return is 0.1 below.
+# (env id, algorithm, seed) -> final mean_return; the initial mean_return is 0.1 x seed below.
 FINAL_RETURNS = {
     ("lm_gym/IMDB-v0", "ppo", 1): 0.70,
     ("lm_gym/IMDB-v0", "ppo", 2): 0.65,
@@ -37,7 +37,7 @@ def write_run(folder, env_id, algorithm, seed, final_return, sentiment=0.5):
         algorithm=algorithm,
         seed=seed,
         config={},
-        initial_eval=evaluation(final_return - 0.1, sentiment),
+        initial_eval=evaluation(final_return - 0.1 * seed, sentiment),
         final_eval=evaluation(final_return, sentiment),
         curves=[],
         wall_time_s=60.0 * seed,
@@ -103,7 +103,8 @@ def test_the_report_gives_numpy_means_and_rliable_intervals_per_task_and_algorit
     names = list(ppo["metrics"])
     assert names[:3] == ["mean_return", "mean_sentiment", "std_return"]  # mean_return first; no num_episodes
     assert names[3:6] == ["initial/mean_return", "initial/mean_sentiment", "initial/std_return"]
-    assert names[6:] == ["wall_time_s", "tokens_per_s", "episodes_per_s", "peak_memory_mb"]
+    assert names[6:9] == ["gain/mean_return", "gain/mean_sentiment", "gain/std_return"]
+    assert names[9:] == ["wall_time_s", "tokens_per_s", "episodes_per_s", "peak_memory_mb"]
 
     for env_id, algorithm in [("lm_gym/IMDB-v0", "ppo"), ("lm_gym/Wordle-v0", "ilql")]:
         returns = [value for (e, a, _), value in FINAL_RETURNS.items() if (e, a) == (env_id, algorithm)]
@@ -111,7 +112,9 @@ def test_the_report_gives_numpy_means_and_rliable_intervals_per_task_and_algorit
         assert summary["mean_return"]["mean"] == pytest.approx(np.mean(returns))
         assert summary["mean_return"]["ci"] == pytest.approx(rliable_interval(returns))
         assert summary["mean_return"]["iqm"] == pytest.approx(metrics.aggregate_iqm(np.array(returns).reshape(-1, 1)))
-        assert summary["initial/mean_return"]["mean"] == pytest.approx(np.mean(returns) - 0.1)
+        assert summary["initial/mean_return"]["mean"] == pytest.approx(np.mean(returns) - 0.2)
+        assert summary["gain/mean_return"]["mean"] == pytest.approx(0.2)  # per seed: 0.1, 0.2, 0.3
+        assert summary["gain/mean_return"]["ci"] == pytest.approx(rliable_interval([0.1, 0.2, 0.3]))
         assert summary["wall_time_s"]["mean"] == pytest.approx(120.0)
         assert summary["wall_time_s"]["ci"] == pytest.approx(rliable_interval([60.0, 120.0, 180.0]))
         assert summary["mean_return"]["num_seeds"] == 3
@@ -139,7 +142,10 @@ def test_the_markdown_has_a_table_per_task_with_intervals_and_marks_one_seed(run
     low, high = ppo["ci"]
 
     assert "## lm_gym/IMDB-v0" in markdown and "## lm_gym/Wordle-v0" in markdown
-    assert "| algorithm | seeds | mean_return | mean_sentiment | initial/mean_return | wall_time_s |" in markdown
+    assert (
+        "| algorithm | seeds | mean_return | mean_sentiment | initial/mean_return | gain/mean_return | wall_time_s |"
+        in markdown
+    )
     assert f"| ppo | 3 | {ppo['mean']:.3f} [{low:.3f}, {high:.3f}] | 0.650 [" in markdown
     assert "(2 of 3 seeds)" in markdown
     assert "| sft | 1 | 0.490 |" in markdown  # one seed: no interval, the seeds column says why
@@ -151,7 +157,10 @@ def test_metrics_restricts_the_columns_and_out_picks_the_folder(runs, tmp_path, 
     out = tmp_path / "elsewhere"
     assert report.main([str(runs), "--out", str(out), "--metrics", "std_return", "--reps", "50"]) == 0
     markdown = capsys.readouterr().out
-    assert "| algorithm | seeds | mean_return | std_return | initial/mean_return | wall_time_s |" in markdown
+    assert (
+        "| algorithm | seeds | mean_return | std_return | initial/mean_return | gain/mean_return | wall_time_s |"
+        in markdown
+    )
     assert "mean_sentiment" not in markdown
     assert (out / "report.md").read_text() == markdown and (out / "report.json").is_file()
     assert not (runs / "report.json").exists()
