@@ -110,6 +110,8 @@ def main(args: Args) -> dict:
     lengths = task_lengths(args.env_id, args.max_prompt_length, args.max_new_tokens)
     device, autocast = setup(args)
     algorithm = "sft" if args.dataset is None else ("bc" if args.top_fraction == 1 else "filtered_bc")
+    if args.agent:  # one agent's warm start: a run of its own beside the other agent's (a report must not merge them)
+        algorithm += f"-{args.agent}"
     run = Run(args, algorithm)
 
     # ---- demonstrations as token ids, the model, its optimizer and schedule

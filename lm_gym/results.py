@@ -8,7 +8,8 @@ field                  content
 ``schema_version``     ``1``
 ``env_id``             the registered env id, e.g. ``"lm_gym/IMDB-v0"``
 ``algorithm``          ``"sft"``, ``"bc"``, ``"filtered_bc"`` (%BC), ``"ppo"``, ``"nlpo"``,
-                       ``"ilql"``, ...
+                       ``"ilql"``, ...; one agent's run of a multi-agent env names the agent
+                       (``"bc-questioner"``, ``"ippo"``, ``"ippo-scripted-answerer"``)
 ``seed``               the run's seed
 ``config``             the run's arguments (the baseline's ``Args`` as a dict)
 ``initial_eval``       evaluation of the starting policy (see below); null when the run was told

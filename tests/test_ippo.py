@@ -39,6 +39,14 @@ def test_each_agent_gets_its_own_trajectory_of_each_game(tmp_path):
     assert load_trajectories(tmp_path / "pairs.parquet").num_rows == 8
     mixture = demonstrations("visdial_v0", "mixture", num_games=6, seed=0)
     assert min(mixture["return"]) < max(mixture["return"])  # skills vary per game
+    explore = demonstrations("visdial_v0", "explore", num_games=6, seed=0).filter(
+        lambda row: row["agent"] == "answerer"
+    )
+    reader, questions = SceneTextAnswerer(), set()
+    for row in explore:  # every kind of question, answered right
+        assert row["actions"] == [reader(observation) for observation in row["observations"]]
+        questions |= {observation.split("\n")[-1].split()[0] for observation in row["observations"]}
+    assert {"what", "where", "how", "is", "are"} <= questions  # the expert's are "what" (else, colour) only
     dialogue = demonstrations("dailydialog_v0", "dataset", num_games=2, env_kwargs={"source": "synthetic"})
     assert set(dialogue["agent"]) == {"speaker_0", "speaker_1"} and all(
         r > 0.9 for row in dialogue["rewards"] for r in row
@@ -59,7 +67,7 @@ def test_sft_warm_starts_one_agent(tmp_path):
         eval_episodes=0,
     )
     result = sft.main(sft.Args(**common, agent="answerer", out_dir=str(tmp_path / "sft")))
-    assert result["algorithm"] == "bc" and (tmp_path / "sft" / "checkpoint" / "model.safetensors").is_file()
+    assert result["algorithm"] == "bc-answerer" and (tmp_path / "sft" / "checkpoint" / "model.safetensors").is_file()
     with pytest.raises(ValueError, match=r"--agent 'referee'.*\['answerer', 'questioner'\]"):
         sft.main(sft.Args(**common, agent="referee", out_dir=str(tmp_path / "bad")))
 

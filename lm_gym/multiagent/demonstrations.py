@@ -13,7 +13,11 @@ Pairings (``--pairing``):
   :mod:`lm_gym.tasks.visdial.policies`); ``mixture`` (per game a skill ``p`` drawn from
   ``U(0, 1)``: the questioner asks the informative question with probability ``p``, else a
   random or a yes/no one, and the answerer reads the scene with probability ``p``, else says it
-  cannot tell). Synthetic source only (the answerer reads the scene's text).
+  cannot tell); ``explore`` (the questioner of ``mixture``, the scene-reading answerer: every
+  kind of question answered right, where ``expert`` games reach the cutoff within about four
+  questions, nearly all of them colours, so an answerer warm-started on those alone never sees
+  the where, how many, weather or yes/no questions that longer games bring). Synthetic source
+  only (the answerer reads the scene's text).
 * ``dailydialog_v0``: ``dataset`` (each speaker says the dataset's utterance at its place).
 
 From the command line::
@@ -117,10 +121,9 @@ def visdial_speakers(pairing: str, seed: int) -> Callable[[int], dict[str, Speak
     def mixture(game: int) -> dict[str, Speaker]:
         rng = np.random.default_rng([seed, game])
         skill = float(rng.uniform())
-        return {
-            "questioner": MixtureQuestioner(skill, seed=int(rng.integers(2**63))),
-            "answerer": SkilledAnswerer(skill, rng),
-        }
+        questioner = MixtureQuestioner(skill, seed=int(rng.integers(2**63)))
+        answerer = SceneTextAnswerer() if pairing == "explore" else SkilledAnswerer(skill, rng)
+        return {"questioner": questioner, "answerer": answerer}
 
     return mixture
 
@@ -135,7 +138,7 @@ class DatasetSpeaker:
         return self.env.current_reference()
 
 
-PAIRINGS = {"visdial_v0": ("expert", "mixture"), "dailydialog_v0": ("dataset",)}
+PAIRINGS = {"visdial_v0": ("expert", "mixture", "explore"), "dailydialog_v0": ("dataset",)}
 
 
 def demonstrations(
@@ -169,7 +172,9 @@ def demonstrations(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", choices=sorted(PAIRINGS), required=True, help="the multi-agent env")
-    parser.add_argument("--pairing", required=True, help="visdial_v0: expert or mixture; dailydialog_v0: dataset")
+    parser.add_argument(
+        "--pairing", required=True, help="visdial_v0: expert, mixture or explore; dailydialog_v0: dataset"
+    )
     parser.add_argument("--num-games", type=int, default=2000, help="games to play")
     parser.add_argument("--seed", type=int, default=0, help="game j is reset with seed + j")
     parser.add_argument("--env-kwargs", default="{}", help="JSON arguments of the env's parallel_env")
