@@ -150,7 +150,7 @@ def shaping_value(info: dict, key: str, low: float, high: float) -> float:
     value = info.get(key)
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         numbers = sorted(k for k, v in info.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
-        raise ValueError(f"--shaping-info {key!r}: the env's reset info has no such number (its numbers: {numbers})")
+        raise ValueError(f"--shaping-info {key!r}: the env's info has no number of that name (its numbers: {numbers})")
     return min(max(float(value), low), high)
 
 
