@@ -118,14 +118,14 @@ def visdial_speakers(pairing: str, seed: int) -> Callable[[int], dict[str, Speak
         questioner, answerer = InformativeQuestioner(), SceneTextAnswerer()
         return lambda game: {"questioner": questioner, "answerer": answerer}
 
-    def mixture(game: int) -> dict[str, Speaker]:
+    def mixed_skill(game: int) -> dict[str, Speaker]:
         rng = np.random.default_rng([seed, game])
         skill = float(rng.uniform())
         questioner = MixtureQuestioner(skill, seed=int(rng.integers(2**63)))
         answerer = SceneTextAnswerer() if pairing == "explore" else SkilledAnswerer(skill, rng)
         return {"questioner": questioner, "answerer": answerer}
 
-    return mixture
+    return mixed_skill
 
 
 class DatasetSpeaker:

@@ -352,7 +352,7 @@ class VisDialEnv(TextEnv):
                 "turns": len(self._dialogue),
                 "reached_cutoff": float(reached),
                 "final_percentile": self._percentile,
-                "percentile_gain": percentile_gain(self._initial, self._percentile, self.goal_value),
+                "percentile_gain": info["percentile_gain"],
                 "yes_no_answers": self._yes_no_answers,
             }
         return self._text(), reward, terminated, False, info
