@@ -109,7 +109,8 @@ def test_visdial_cooperative_reward_is_the_single_agent_reward(seed):
     assert all(step["questioner"] == step["answerer"] for step in rewards)  # cooperative
     assert [step["questioner"] for step in rewards[0::2]] == [0.0] * len(single_rewards)  # questions score nothing
     assert [step["questioner"] for step in rewards[1::2]] == single_rewards
-    assert infos["questioner"]["metrics"] == single_info["metrics"]
+    # the scene reader says what the scene's own answerer says: every answer is right
+    assert infos["questioner"]["metrics"] == {**single_info["metrics"], "answers_right": 1.0}
 
 
 def test_visdial_answers_are_the_answering_agents():
@@ -123,6 +124,29 @@ def test_visdial_answers_are_the_answering_agents():
     }  # -1 and the yes/no penalty
     observations, *_ = env.step({"questioner": "what color is the dog?", "answerer": ""})
     assert observations["questioner"]["text"].endswith("is it sunny?\nyes\nwhat color is the dog?")
+
+
+def test_visdial_grades_each_answer_against_the_scenes_own():
+    # scene 7: "field, day, clear. main: four yellow fences on the left; a brown dog on the left. also: ..."
+    env = visdial_v0.parallel_env(max_turns=3)
+    env.reset(seed=0, options={"index": 7})
+    graded = []
+    for question, answer in [
+        ("is it day or night?", "night"),
+        ("how many fences are there?", "4"),  # the scene says "four": the ranker reads another answer
+        ("what color is the fence?", "  Yellow!"),  # the scene's "yellow", as the ranker reads it
+    ]:
+        env.step({"questioner": question})
+        *_, terminations, _, infos = env.step({"answerer": answer})
+        graded.append(infos["answerer"]["answer_right"])
+    assert graded == [False, False, True] and all(terminations.values())
+    assert infos["answerer"]["metrics"]["answers_right"] == pytest.approx(1 / 3)
+    assert infos["questioner"]["metrics"]["answers_right"] == pytest.approx(1 / 3)
+    # a new game counts afresh
+    env.reset(seed=0, options={"index": 7})
+    env.step({"questioner": "what color is the fence?"})
+    *_, infos = env.step({"answerer": "yellow"})
+    assert infos["answerer"]["answer_right"] is True and infos["answerer"]["metrics"]["answers_right"] == 1.0
 
 
 def test_the_scene_line_reads_back_into_its_scene_and_refuses_other_text():
@@ -165,7 +189,7 @@ def test_visdial_local_source_shows_the_answerer_the_human_dialog(shared_data):
     assert hidden.split("\n")[1:3] == list(image.content.rounds[0]) and questioner_view == image.caption
     env.step({"questioner": image.content.rounds[0][0]})
     *_, infos = env.step({"answerer": image.content.rounds[0][1]})
-    assert infos["answerer"]["turn"] == 1
+    assert infos["answerer"]["turn"] == 1 and "answer_right" not in infos["answerer"]
 
 
 def test_max_cycles_truncates_and_render():

@@ -79,7 +79,11 @@ Both agents terminate at the answer that reaches the cutoff or ends round ``max_
 are truncated after ``max_cycles`` utterances. At each answer every agent's ``info`` holds the
 single-agent step's ``info`` (``answer``, ``percentile``, ``turn``, ``meta``; at the end
 ``metrics``: ``return``, ``turns``, ``reached_cutoff``, ``final_percentile``,
-``percentile_gain``, ``yes_no_answers``); at each question ``question``.
+``percentile_gain``, ``yes_no_answers``); at each question ``question``. With
+``source="synthetic"`` each answer's ``info`` also holds ``answer_right`` (whether it says what
+the scene's own answerer says, compared as the ranker compares answers: lower-case words), and
+the last one's ``metrics`` hold ``answers_right``, the share of the game's answers that did: how
+well the answering agent reads the scene, apart from the questions asked.
 
 ## Arguments
 | argument | default | meaning |
@@ -124,7 +128,8 @@ observations, rewards, terminations, truncations, infos = parallel.step({"questi
 
 ## Version History
 * v0: initial version (before the first release the synthetic scene line changed from JSON,
-  about 400 tokens, to words, about 50, and the reset ``infos`` got the single-agent reset's).
+  about 400 tokens, to words, about 50, the reset ``infos`` got the single-agent reset's, and
+  the synthetic answers got ``answer_right`` and the games' ``metrics`` ``answers_right``).
 """
 
 from __future__ import annotations
@@ -141,7 +146,7 @@ from lm_gym.tasks.visdial.dialogue import (
     dialogue_text,
 )
 from lm_gym.tasks.visdial.env import VisDialEnv
-from lm_gym.tasks.visdial.synthetic import Scene, scene_text
+from lm_gym.tasks.visdial.synthetic import Scene, answer_question, normalize_answer, scene_text
 
 QUESTIONER, ANSWERER = "questioner", "answerer"
 #: Longest text of the hidden image in the answerer's observation (characters; longer is cut).
@@ -200,6 +205,8 @@ class VisDialParallelEnv(TurnTakingEnv):
             {QUESTIONER: self.task.action_space.max_length, ANSWERER: MAX_ANSWER_LENGTH},
         )
         self._dialogue, self._hidden, self._question = "", "", None
+        self._scene: Scene | None = None  # the synthetic scene, whose own answers grade the answerer's
+        self._answers = self._right_answers = 0
 
     @property
     def active_agent(self) -> str:
@@ -207,8 +214,11 @@ class VisDialParallelEnv(TurnTakingEnv):
 
     def _start(self, seed: int | None, options: dict[str, Any]) -> dict[str, Any]:
         self._dialogue, info = self.task.reset(seed=seed, options=options)
-        self._hidden = hidden_text(self.task.images[info["meta"]["index"]])
+        image = self.task.images[info["meta"]["index"]]
+        self._hidden = hidden_text(image)
+        self._scene = image.content if isinstance(image.content, Scene) else None
         self._question = None
+        self._answers = self._right_answers = 0
         return info
 
     def _speak(self, utterance: str) -> tuple[dict[str, float], bool, dict[str, Any]]:
@@ -217,6 +227,12 @@ class VisDialParallelEnv(TurnTakingEnv):
             return {}, False, {"question": self._question}
         self._answer.text = utterance
         dialogue, reward, terminated, _, info = self.task.step(self._question)
+        if self._scene is not None:
+            right = normalize_answer(info["answer"]) == normalize_answer(answer_question(self._scene, self._question))
+            self._answers, self._right_answers = self._answers + 1, self._right_answers + right
+            info["answer_right"] = right
+            if "metrics" in info:
+                info["metrics"] = {**info["metrics"], "answers_right": self._right_answers / self._answers}
         self._dialogue, self._question = dialogue, None
         return dict.fromkeys(self.possible_agents, reward), terminated, info
 
