@@ -206,7 +206,7 @@ class VisDialParallelEnv(TurnTakingEnv):
         )
         self._dialogue, self._hidden, self._question = "", "", None
         self._scene: Scene | None = None  # the synthetic scene, whose own answers grade the answerer's
-        self._answers = self._right_answers = 0
+        self._right_answers = 0
 
     @property
     def active_agent(self) -> str:
@@ -218,7 +218,7 @@ class VisDialParallelEnv(TurnTakingEnv):
         self._hidden = hidden_text(image)
         self._scene = image.content if isinstance(image.content, Scene) else None
         self._question = None
-        self._answers = self._right_answers = 0
+        self._right_answers = 0
         return info
 
     def _speak(self, utterance: str) -> tuple[dict[str, float], bool, dict[str, Any]]:
@@ -229,10 +229,10 @@ class VisDialParallelEnv(TurnTakingEnv):
         dialogue, reward, terminated, _, info = self.task.step(self._question)
         if self._scene is not None:
             right = normalize_answer(info["answer"]) == normalize_answer(answer_question(self._scene, self._question))
-            self._answers, self._right_answers = self._answers + 1, self._right_answers + right
+            self._right_answers += right
             info["answer_right"] = right
-            if "metrics" in info:
-                info["metrics"] = {**info["metrics"], "answers_right": self._right_answers / self._answers}
+            if "metrics" in info:  # the game's last answer; info["turn"] counts its answers
+                info["metrics"] = {**info["metrics"], "answers_right": self._right_answers / info["turn"]}
         self._dialogue, self._question = dialogue, None
         return dict.fromkeys(self.possible_agents, reward), terminated, info
 
