@@ -17,11 +17,15 @@ dataset conversation, each scored on its own utterances).
   pass of its policy with the KV cache (the others hand in ``""``, which the env ignores). An
   agent's transition is one of its utterances, rewarded with everything the agent received from
   that cycle until its next turn (VisDial: a question is rewarded when it is answered).
-* ``--shaping-info KEY``: training rewards also get ``--shaping-coef`` x each change of the env's
-  numeric info ``KEY`` (clipped to ``--shaping-range``), the dense reward of Das et al. (2017):
-  VisDial's ``percentile_gain`` rises a little with each right answer and falls far with a wrong
-  one, where the game's own reward is -1 a round until the cutoff. Evaluation, ``mean_return`` and
-  the curves stay the env's reward.
+* ``--shaping-info KEY``: training rewards also get ``--shaping-coef`` x each change of a potential
+  made of the env's numeric info ``KEY`` (clipped to ``--shaping-range``), the dense reward of Das et
+  al. (2017), where the game's own reward is -1 a round until the cutoff. ``--shaping-potential
+  log-gap`` takes ``-ln(HIGH - value + 0.001)``: a step counts by the share of the gap to ``HIGH``
+  that it closes or opens. On VisDial's ``percentile`` (range 0 1) that is the share of the
+  candidates still ahead of the image that an answer rules out (or in); the plain clipped
+  ``percentile_gain`` rises by 0.1 with a right answer, falls to -1 with one wrong one, and then
+  stays there whatever the answerer says. Evaluation, ``mean_return`` and the curves stay the
+  env's reward.
 * ``--scripted AGENT`` plays an agent with its scripted policy (the VisDial informative
   questioner or scene-reading answerer of ``lm_gym.tasks.visdial.policies``; a DailyDialog
   speaker saying the dataset's utterance): the partner is then fixed and only the other learns.
@@ -48,9 +52,10 @@ every other agent's policy in ``checkpoint/<agent>/``, references in ``<agent>-r
 from __future__ import annotations
 
 import importlib
+import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import ppo
@@ -61,7 +66,7 @@ from torch import nn
 
 from lm_gym.results import summarize_episodes
 from lm_toolkit import distributed
-from lm_toolkit.arguments import at_least, check_args, integer, within
+from lm_toolkit.arguments import at_least, check_args, integer, one_of, within
 from lm_toolkit.models import check_positions, frozen_copy, load_policy, load_tokenizer
 from lm_toolkit.objectives import TurnBatch, anneal
 from lm_toolkit.rollouts import TextPolicy, Turn, episode_uniforms
@@ -102,6 +107,9 @@ class Args(ppo.Args):
     """weight of the info's changes (VisDial's percentile_gain: +0.05 to +0.15 for a right answer)"""
     shaping_range: tuple[float, float] = (-1.0, 1.0)
     """the info's values are clipped to this range first (a wrong VisDial answer can drop percentile_gain to -12)"""
+    shaping_potential: Literal["clipped", "log-gap"] = "clipped"
+    """the potential: clipped: the clipped value; log-gap: -ln(HIGH - clipped value + 0.001), the log of the gap left
+    to the range's top (VisDial: --shaping-info percentile --shaping-range 0 1, the candidates still ahead)"""
 
 
 @dataclass
@@ -146,12 +154,28 @@ def prompt_of(agent: str, observation: str, shared: bool) -> str:
     return f"{observation}\n{agent}:" if shared else observation
 
 
-def shaping_value(info: dict, key: str, low: float, high: float) -> float:
-    value = info.get(key)
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        numbers = sorted(k for k, v in info.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
-        raise ValueError(f"--shaping-info {key!r}: the env's info has no number of that name (its numbers: {numbers})")
-    return min(max(float(value), low), high)
+LOG_GAP_FLOOR = 1e-3  # the log-gap potential's gap at the top: VisDial's percentile then counts down to ~5 of 5,000
+
+
+class Shaping(NamedTuple):
+    """The training reward's shaping: ``weight`` x the changes of a potential made of the info ``key``."""
+
+    key: str
+    weight: float
+    low: float
+    high: float
+    potential: str = "clipped"  # or "log-gap"
+
+    def value(self, info: dict) -> float:
+        """The potential of a step's ``info``."""
+        value = info.get(self.key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            numbers = sorted(k for k, v in info.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+            raise ValueError(
+                f"--shaping-info {self.key!r}: the env's info has no number of that name (its numbers: {numbers})"
+            )
+        clipped = min(max(float(value), self.low), self.high)
+        return -math.log(self.high - clipped + LOG_GAP_FLOOR) if self.potential == "log-gap" else clipped
 
 
 def play_games(
@@ -161,21 +185,17 @@ def play_games(
     seeds: list[int],
     first: int,
     shared: bool,
-    shaping: tuple[str, float, float, float] | None = None,
+    shaping: Shaping | None = None,
 ):
     """One game per env copy: each agent's turns (its ``Turn``'s ``env`` indexes its own chain of turns:
     copy x agent), and per game each agent's return, the number of utterances and the env's metrics, averaged
-    over the steps that report them (DailyDialog scores every utterance, VisDial the whole game). ``shaping``
-    (info key, weight, low, high): the turns' rewards also get the weighted changes of that info, clipped to
-    [low, high] (the returns do not)."""
+    over the steps that report them (DailyDialog scores every utterance, VisDial the whole game). ``shaping``:
+    the turns' rewards also get its weighted changes of the potential (the returns do not)."""
     agents = envs[0].possible_agents
     observations, infos = zip(*(env.reset(seed=seed) for env, seed in zip(envs, seeds, strict=True)))
     observations, infos = list(observations), list(infos)
     if shaping is not None:
-        key, weight, low, high = shaping
-        potential = {
-            (who, i): shaping_value(info[who], key, low, high) for i, info in enumerate(infos) for who in agents
-        }
+        potential = {(who, i): shaping.value(info[who]) for i, info in enumerate(infos) for who in agents}
     turns: dict[str, list[Turn]] = {agent: [] for agent in agents}
     last: dict[tuple[str, int], Turn] = {}  # the latest turn of an agent in a copy: it collects the rewards
     returns = np.zeros((len(envs), len(agents)))
@@ -217,9 +237,9 @@ def play_games(
                 reported[i].append(numeric)
             for who, reward in rewards.items():
                 returns[i, agents.index(who)] += reward
-                if shaping is not None and key in infos[i][who]:
-                    before, potential[who, i] = potential[who, i], shaping_value(infos[i][who], key, low, high)
-                    reward += weight * (potential[who, i] - before)
+                if shaping is not None and shaping.key in infos[i][who]:
+                    before, potential[who, i] = potential[who, i], shaping.value(infos[i][who])
+                    reward += shaping.weight * (potential[who, i] - before)
                 if (who, i) in last:
                     last[who, i].reward += reward
             if any(terminations.values()) or any(truncations.values()):
@@ -263,6 +283,7 @@ def main(args: Args) -> dict:
         kl_coef=at_least(0),
         max_prompt_length=integer(8),
         max_cycles=integer(2),
+        shaping_potential=one_of("clipped", "log-gap"),
     )
     if args.env_id not in MULTI_AGENT_ENVS:
         raise ValueError(f"--env-id must be one of {sorted(MULTI_AGENT_ENVS)} (their lm_gym.multiagent versions)")
@@ -284,11 +305,12 @@ def main(args: Args) -> dict:
         module.parallel_env(**split_kwargs(args.env_id, kwargs, "validation")) for _ in range(args.eval_batch_size)
     ]
     agents = train_envs[0].possible_agents
-    shaping = None if args.shaping_info is None else (args.shaping_info, args.shaping_coef, *args.shaping_range)
-    if shaping is not None:  # refused before any model loads
+    shaping = None
+    if args.shaping_info is not None:  # refused before any model loads
         if not args.shaping_range[0] < args.shaping_range[1]:
             raise ValueError(f"--shaping-range takes LOW HIGH with LOW < HIGH, got {args.shaping_range}")
-        shaping_value(train_envs[0].reset(seed=args.seed)[1][agents[0]], args.shaping_info, *args.shaping_range)
+        shaping = Shaping(args.shaping_info, args.shaping_coef, *args.shaping_range, args.shaping_potential)
+        shaping.value(train_envs[0].reset(seed=args.seed)[1][agents[0]])
     if any("=" not in entry for entry in args.warm_start):
         raise ValueError(f"--warm-start takes AGENT=CHECKPOINT entries, got {list(args.warm_start)}")
     warm = dict(entry.split("=", 1) for entry in args.warm_start)

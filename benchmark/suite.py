@@ -28,7 +28,7 @@ SUITES_DIR = Path(__file__).resolve().parent / "suites"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.-]+\??)\}")
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _SUITE_KEYS = {"description", "seeds", "threads_per_job", "retries", "timeout_minutes"}
-_TASK_KEYS = {"env_id", "env_kwargs", "algorithms", "args", "data"}
+_TASK_KEYS = {"env_id", "env_kwargs", "algorithms", "defaults", "args", "data"}
 
 
 class SuiteError(ConfigurationError):
@@ -131,6 +131,7 @@ def load_suite(name_or_path: str) -> Suite:
         if not isinstance(task.get("env_id"), str):
             raise SuiteError(f'{where} needs env_id = "lm_gym/<Task>-v0"')
         _table(task.get("env_kwargs", {}), f"{where} env_kwargs")
+        _table(task.get("defaults", {}), f"{where} defaults")
         labels = task.get("algorithms", [])
         if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
             raise SuiteError(f"{where} algorithms must be a list of algorithm labels")
@@ -194,11 +195,14 @@ def expand_jobs(
             data_job = task["data"][label]
             head = ("-m", data_job["module"]) if "module" in data_job else (_script(data_job["script"]),)
             flags = dict(data_job.get("args", {}))
+            if "script" in data_job:  # a baseline (an SFT warm start): the task's env, unless its args name one
+                flags = {"env-id": task["env_id"], "env-kwargs": dict(task.get("env_kwargs", {})), **flags}
         else:
             head = (_script(suite.algorithms[label]["script"]),)
             flags = {
                 **suite.defaults,
                 **suite.algorithms[label].get("args", {}),
+                **task.get("defaults", {}),
                 **task.get("args", {}).get(label, {}),
                 "env-id": task["env_id"],
                 "env-kwargs": dict(task.get("env_kwargs", {})),

@@ -116,6 +116,57 @@ def test_selection_pulls_in_needed_jobs_and_seeds_are_replaced(tmp_path):
         load_suite("nope")
 
 
+def test_task_defaults_merge_between_algorithm_and_task_args_and_script_data_jobs_get_the_tasks_env(tmp_path):
+    body = """
+[defaults]
+iterations = 1
+[algorithms.rl]
+script = "FAKE"
+args = { iterations = 2, steps = 3 }
+[algorithms.fixed]
+script = "FAKE"
+[tasks.a]
+env_id = "lm_gym/VisDial-v0"
+env_kwargs = { source = "synthetic" }
+algorithms = ["rl", "fixed"]
+defaults = { steps = 5, kl-coef = 0.2 }
+args = { rl = { init-from = "{data.warm}" }, fixed = { kl-coef = 0.5, init-from = "{data.other}" } }
+[tasks.a.data.pairs]
+module = "lm_gym.multiagent.demonstrations"
+args = { out = "{out}/t.parquet" }
+[tasks.a.data.warm]
+script = "FAKE"
+args = { dataset = "{data.pairs}/t.parquet" }
+[tasks.a.data.other]
+script = "FAKE"
+args = { env-kwargs = { source = "local" } }
+"""
+    jobs = {job.key: job for job in expand_jobs(load_suite(write_suite(tmp_path, body)), tmp_path, seeds=[1])}
+
+    def flags(key):
+        argv = jobs[key].argv
+        return {name: argv[k + 1] for k, name in enumerate(argv) if name.startswith("--")}
+
+    assert flags("a/rl/seed1") | {"--out-dir": ""} == {
+        "--iterations": "2",  # the algorithm's over [defaults]
+        "--steps": "5",  # the task's defaults over the algorithm's
+        "--kl-coef": "0.2",
+        "--env-id": "lm_gym/VisDial-v0",
+        "--env-kwargs": '{"source": "synthetic"}',
+        "--init-from": str(tmp_path.resolve() / "a/data/warm"),
+        "--seed": "1",
+        "--out-dir": "",
+    }
+    assert flags("a/fixed/seed1")["--kl-coef"] == "0.5"  # the task x algorithm's over the task's defaults
+    assert flags("a/data/warm")["--env-id"] == "lm_gym/VisDial-v0"
+    assert flags("a/data/warm")["--env-kwargs"] == '{"source": "synthetic"}'
+    assert flags("a/data/other")["--env-kwargs"] == '{"source": "local"}'
+    assert "--env-id" not in flags("a/data/pairs") and "--iterations" not in flags("a/data/warm")
+    bad = body.replace("defaults = { steps = 5, kl-coef = 0.2 }", "defaults = 5")
+    with pytest.raises(SuiteError, match=r"\[tasks.a\] defaults"):
+        load_suite(write_suite(tmp_path, bad, name="bad"))
+
+
 def test_flags_render_as_the_baselines_parse_them():
     assert render_flags(
         {"rloo": True, "scale_rewards": False, "seeds": [1, 2], "env-kwargs": {"source": "synthetic"}, "lr": 1e-5}

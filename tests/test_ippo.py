@@ -195,9 +195,14 @@ def test_shaping_adds_the_info_changes_to_the_learners_turns_only(tmp_path):
     scripted = {"questioner": [InformativeQuestioner() for _ in envs]}
     games = {
         shaping: ippo.play_games(envs, learners, scripted, [4, 5, 6], 0, False, shaping)
-        for shaping in (None, ("percentile_gain", 10.0, -1.0, 1.0), ("percentile_gain", 10.0, -0.05, 0.15))
+        for shaping in (
+            None,
+            ippo.Shaping("percentile_gain", 10.0, -1.0, 1.0),
+            ippo.Shaping("percentile_gain", 10.0, -0.05, 0.15),
+            ippo.Shaping("percentile", 2.0, 0.0, 1.0, "log-gap"),
+        )
     }
-    (plain, plain_returns, finals), (shaped, shaped_returns, _), (clipped, _, _) = games.values()
+    (plain, plain_returns, finals), (shaped, shaped_returns, _), (clipped, _, _), (logged, _, _) = games.values()
     assert np.array_equal(plain_returns, shaped_returns) and plain["questioner"] == []  # scripted: no turns
     assert [s.response for s in shaped["answerer"]] == [p.response for p in plain["answerer"]]
     bonus = np.array([s.reward - p.reward for p, s in zip(plain["answerer"], shaped["answerer"], strict=True)])
@@ -209,10 +214,22 @@ def test_shaping_adds_the_info_changes_to_the_learners_turns_only(tmp_path):
         in_range = min(max(final["percentile_gain"], -0.05), 0.15)
         assert clipped_bonus[chains == 2 * game + 1].sum() == pytest.approx(10.0 * in_range)
     assert not np.allclose(clipped_bonus, bonus)  # some games leave the range
+    # log-gap: 2 x ln of the gap to a percentile of 1 before over after (+0.001); a game's sum telescopes
+    log_bonus = np.array([g.reward - p.reward for p, g in zip(plain["answerer"], logged["answerer"], strict=True)])
+    assert np.array_equal(np.sign(log_bonus), np.sign(bonus))  # the same answers help, the same hurt
+    for game, final in enumerate(finals):
+        first = log_bonus[chains == 2 * game + 1][0]  # from 0.5 to 0.55 or 0.47
+        assert first == pytest.approx(2.0 * np.log(0.501 / 0.451)) or first == pytest.approx(
+            2.0 * np.log(0.501 / 0.531)
+        )
+        gap = 1.0 - final["final_percentile"] + ippo.LOG_GAP_FLOOR
+        assert log_bonus[chains == 2 * game + 1].sum() == pytest.approx(2.0 * np.log(0.501 / gap))
     with pytest.raises(ValueError, match=r"--shaping-info 'rank'.*percentile_gain"):
-        ippo.play_games(envs, learners, scripted, [4, 5, 6], 0, False, ("rank", 1.0, -1.0, 1.0))
+        ippo.play_games(envs, learners, scripted, [4, 5, 6], 0, False, ippo.Shaping("rank", 1.0, -1.0, 1.0))
     common = dict(model_config=GPT2, num_envs=2, num_minibatches=1, eval_episodes=0, out_dir=str(tmp_path))
     with pytest.raises(ValueError, match=r"--shaping-info 'rank'.*percentile_gain"):
         ippo.main(ippo.Args(**common, shaping_info="rank"))
     with pytest.raises(ValueError, match=r"--shaping-range takes LOW HIGH with LOW < HIGH, got \(1.0, 0.0\)"):
         ippo.main(ippo.Args(**common, shaping_info="percentile_gain", shaping_range=(1.0, 0.0)))
+    with pytest.raises(ValueError, match=r"--shaping-potential must be 'clipped' or 'log-gap', got 'log'"):
+        ippo.main(ippo.Args(**common, shaping_info="percentile", shaping_potential="log"))
