@@ -23,8 +23,8 @@ dataset conversation, each scored on its own utterances).
   log-gap`` takes ``-ln(HIGH - value + 0.001)``: a step counts by the share of the gap to ``HIGH``
   that it closes or opens. On VisDial's ``percentile`` (range 0 1) that is the share of the
   candidates still ahead of the image that an answer rules out (or in); the plain clipped
-  ``percentile_gain`` rises by 0.1 with a right answer, falls to -1 with one wrong one, and then
-  stays there whatever the answerer says. Evaluation, ``mean_return`` and the curves stay the
+  ``percentile_gain`` rises by about 0.1 with a right answer, and one wrong answer often takes it to
+  -1, where it stays whatever the answerer says next. Evaluation, ``mean_return`` and the curves stay the
   env's reward.
 * ``--scripted AGENT`` plays an agent with its scripted policy (the VisDial informative
   questioner or scene-reading answerer of ``lm_gym.tasks.visdial.policies``; a DailyDialog
@@ -101,10 +101,10 @@ class Args(ppo.Args):
     value_norm: bool = True
     """the value head predicts returns normalised by their running mean and std (MAPPO's value normalisation)"""
     shaping_info: str | None = None
-    """training's reward shaping: a learning agent's turn also gets --shaping-coef x the change of this numeric info
-    since the agent's previous info (VisDial: percentile_gain, Das et al.'s dense reward); None: the env's only"""
+    """training's reward shaping: a learning agent's turn also gets --shaping-coef x the change of a potential made of
+    this numeric info since the agent's previous info (VisDial: percentile, as Das et al.); None: the env's only"""
     shaping_coef: float = 10.0
-    """weight of the info's changes (VisDial's percentile_gain: +0.05 to +0.15 for a right answer)"""
+    """weight of the potential's changes (VisDial: 3 with log-gap on percentile; 10 on the clipped percentile_gain)"""
     shaping_range: tuple[float, float] = (-1.0, 1.0)
     """the info's values are clipped to this range first (a wrong VisDial answer can drop percentile_gain to -12)"""
     shaping_potential: Literal["clipped", "log-gap"] = "clipped"
