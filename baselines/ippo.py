@@ -39,7 +39,7 @@ dataset conversation, each scored on its own utterances).
   is the mean METEOR of an utterance, as in the single-agent task).
 
 Outputs in ``--out-dir``: ``checkpoint/`` (the first learning agent's policy and the tokenizer;
-every other agent's policy in ``checkpoint/<agent>/``, references in ``<agent>-reference/``,
+every other agent's policy with the tokenizer in ``checkpoint/<agent>/``, references in ``<agent>-reference/``,
 ``trainer_state.pt``) and ``result.json``.
 
     python -m lm_gym.multiagent.demonstrations --env visdial_v0 --pairing expert --out data/pairs.parquet

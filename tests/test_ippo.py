@@ -10,6 +10,8 @@ from conftest import load_baseline
 
 pytest.importorskip("pettingzoo")
 
+from transformers import AutoTokenizer  # noqa: E402
+
 from lm_gym.multiagent import visdial_v0  # noqa: E402
 from lm_gym.multiagent.demonstrations import demonstrations, play_game  # noqa: E402
 from lm_gym.offline import load_trajectories, save_trajectories  # noqa: E402
@@ -112,6 +114,9 @@ def test_ippo_trains_every_learning_agent(env_id, options, tmp_path):
     assert "mean_utterance_reward" in result["final_eval"] and result["final_eval"]["num_episodes"] == 4
     if options.get("scripted"):
         assert result["algorithm"] == "ippo-scripted-answerer"
+    root = AutoTokenizer.from_pretrained(tmp_path / "checkpoint").get_vocab()
+    for agent in learning[1:]:  # every other agent's folder loads on its own (e.g. as a --warm-start)
+        assert AutoTokenizer.from_pretrained(tmp_path / "checkpoint" / agent).get_vocab() == root
     resumed = ippo.main(ippo.Args(**{**vars(args), "iterations": 3, "resume": True}))
     assert [row["step"] for row in resumed["curves"]] == [1, 2, 3]
 

@@ -271,8 +271,9 @@ class Run:
         frozen: Sequence[str] = (),
         files: Mapping[str, Any] | None = None,
     ) -> None:
-        """Write the checkpoint: ``policy`` and ``tokenizer``, each of ``models`` in a sub-folder of its name
-        (those named in ``frozen`` never change: hard links to the previous checkpoint's files), each of
+        """Write the checkpoint: ``policy`` and ``tokenizer``, each of ``models`` with the tokenizer in a sub-folder of
+        its name, so that each loads on its own (those named in ``frozen`` never change: hard links to the previous
+        checkpoint's files), each of
         ``files`` with ``torch.save``, and the trainer state (``state``, the run's own, the RNGs)."""
         directory = self.checkpoint_dir
         tmp, old = directory.with_name(directory.name + ".tmp"), directory.with_name(directory.name + ".old")
@@ -284,6 +285,7 @@ class Run:
                 shutil.copytree(directory / name, tmp / name, copy_function=os.link)
             else:
                 model.save_pretrained(tmp / name, safe_serialization=True)
+                tokenizer.save_pretrained(tmp / name)
         for name, value in (files or {}).items():
             torch.save(value, tmp / name)
         own = {
