@@ -219,6 +219,7 @@ def test_a_checkpoint_restores_the_run_and_its_random_numbers(tmp_path):
     run.count(tokens=10, token_seconds=2.0)
     run.save(model, Saved(), {"coefficient": 0.5}, models={"reference": model}, frozen=["reference"])
     reference_file = tmp_path / "checkpoint" / "reference" / "model.safetensors"
+    assert (tmp_path / "checkpoint" / "reference" / "tokenizer.json").is_file()  # a sub-model loads on its own
     inode = reference_file.stat().st_ino
     runs.seed_everything(5)
     run.save(
