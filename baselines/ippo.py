@@ -23,9 +23,9 @@ dataset conversation, each scored on its own utterances).
   log-gap`` takes ``-ln(HIGH - value + 0.001)``: a step counts by the share of the gap to ``HIGH``
   that it closes or opens. On VisDial's ``percentile`` (range 0 1) that is the share of the
   candidates still ahead of the image that an answer rules out (or in); the plain clipped
-  ``percentile_gain`` rises by about 0.1 with a right answer, and one wrong answer often takes it to
-  -1, where it stays whatever the answerer says next. Evaluation, ``mean_return`` and the curves stay the
-  env's reward.
+  ``percentile_gain`` rises by about 0.1 with a right answer, and one wrong answer often takes it
+  to -1, where it stays whatever the answerer says next. Evaluation, ``mean_return`` and the curves
+  stay the env's reward.
 * ``--scripted AGENT`` plays an agent with its scripted policy (the VisDial informative
   questioner or scene-reading answerer of ``lm_gym.tasks.visdial.policies``; a DailyDialog
   speaker saying the dataset's utterance): the partner is then fixed and only the other learns.
@@ -69,7 +69,7 @@ from lm_toolkit import distributed
 from lm_toolkit.arguments import at_least, check_args, integer, one_of, within
 from lm_toolkit.models import check_positions, frozen_copy, load_policy, load_tokenizer
 from lm_toolkit.objectives import TurnBatch, anneal
-from lm_toolkit.rollouts import TextPolicy, Turn, episode_uniforms
+from lm_toolkit.rollouts import TextPolicy, Turn, episode_uniforms, is_number
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.tasks import Lengths, split_kwargs, task_lengths
 
@@ -169,8 +169,8 @@ class Shaping(NamedTuple):
     def value(self, info: dict) -> float:
         """The potential of a step's ``info``."""
         value = info.get(self.key)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            numbers = sorted(k for k, v in info.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
+        if not is_number(value):
+            numbers = sorted(k for k, v in info.items() if is_number(v))
             raise ValueError(
                 f"--shaping-info {self.key!r}: the env's info has no number of that name (its numbers: {numbers})"
             )
@@ -230,9 +230,7 @@ def play_games(
             limit = envs[i].action_space(agent).max_length
             observations[i], rewards, terminations, truncations, infos[i] = envs[i].step({agent: utterance[:limit]})
             metrics = infos[i][agent].get("metrics", {})
-            numeric = {
-                k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-            }
+            numeric = {k: float(v) for k, v in metrics.items() if is_number(v)}
             if numeric:
                 reported[i].append(numeric)
             for who, reward in rewards.items():

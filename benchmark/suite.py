@@ -191,12 +191,13 @@ def expand_jobs(
         if key in trail:
             raise SuiteError(f"{suite.path}: jobs need each other in a cycle: {' -> '.join(trail + (key,))}")
         out_dir = out_root / key
+        env = {"env-id": task["env_id"], "env-kwargs": dict(task.get("env_kwargs", {}))}
         if seed is None:
             data_job = task["data"][label]
             head = ("-m", data_job["module"]) if "module" in data_job else (_script(data_job["script"]),)
             flags = dict(data_job.get("args", {}))
             if "script" in data_job:  # a baseline (an SFT warm start): the task's env, unless its args name one
-                flags = {"env-id": task["env_id"], "env-kwargs": dict(task.get("env_kwargs", {})), **flags}
+                flags = {**env, **flags}
         else:
             head = (_script(suite.algorithms[label]["script"]),)
             flags = {
@@ -204,8 +205,7 @@ def expand_jobs(
                 **suite.algorithms[label].get("args", {}),
                 **task.get("defaults", {}),
                 **task.get("args", {}).get(label, {}),
-                "env-id": task["env_id"],
-                "env-kwargs": dict(task.get("env_kwargs", {})),
+                **env,
                 "seed": seed,
             }
         needs: list[str] = []

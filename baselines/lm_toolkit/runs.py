@@ -271,10 +271,10 @@ class Run:
         frozen: Sequence[str] = (),
         files: Mapping[str, Any] | None = None,
     ) -> None:
-        """Write the checkpoint: ``policy`` and ``tokenizer``, each of ``models`` with the tokenizer in a sub-folder of
-        its name, so that each loads on its own (those named in ``frozen`` never change: hard links to the previous
-        checkpoint's files), each of
-        ``files`` with ``torch.save``, and the trainer state (``state``, the run's own, the RNGs)."""
+        """Write the checkpoint: ``policy`` and ``tokenizer``; each of ``models`` with the tokenizer in a sub-folder
+        of its name, so that each loads on its own (those named in ``frozen`` never change: hard links to the
+        previous checkpoint's files); each of ``files`` with ``torch.save``; and the trainer state (``state``, the
+        run's own, the RNGs)."""
         directory = self.checkpoint_dir
         tmp, old = directory.with_name(directory.name + ".tmp"), directory.with_name(directory.name + ".old")
         shutil.rmtree(tmp, ignore_errors=True)
