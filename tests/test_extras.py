@@ -50,6 +50,7 @@ import pytest
 import lm_gym
 from lm_gym.core.errors import DataUnavailableError
 from lm_gym.core.registration import task_class
+from lm_gym.metrics import corpus_metrics
 
 NLG = r'pip install "lm-gym\[nlg\]"'
 ids = sorted(env_id for env_id in gymnasium.registry if env_id.startswith("lm_gym/"))
@@ -68,13 +69,13 @@ for env_id in ids:
                 finals.append(info)
                 break
         assert finals or level == "token", (env_id, level)
-        if level == "utterance" and hasattr(env.unwrapped, "corpus_metrics"):
+        if level == "utterance":
             if env_id in ("lm_gym/CommonGen-v0", "lm_gym/CNNDailyMail-v0", "lm_gym/DailyDialog-v0"):
                 name = env_id.removeprefix("lm_gym/")
                 with pytest.raises(DataUnavailableError, match=rf"{name}'s evaluation .* needs sacrebleu.*: {NLG}"):
-                    env.unwrapped.corpus_metrics(finals)
+                    corpus_metrics(env, finals)
             else:  # the single-turn tasks' diversity; nothing for multi-turn ones
-                assert isinstance(env.unwrapped.corpus_metrics(finals), dict), env_id
+                assert isinstance(corpus_metrics(env, finals), dict), env_id
         env.close()
     venv = gymnasium.make_vec(env_id, 2, vectorization_mode="vector_entry_point", **offline)
     venv.reset(seed=0)
@@ -149,3 +150,29 @@ def test_require_extra_names_the_extra_and_the_missing_packages(monkeypatch):
     hint = install_hint("nlg", "sacrebleu", "bert-score")
     assert str(error.value) == f"the thing needs sacrebleu and bert-score: {hint}"
     assert install_hint("nlg", "sacrebleu") == 'pip install "lm-gym[nlg]" (or pip install sacrebleu)'
+
+
+def test_commongen_corpus_metrics_leave_pycocoevalcaps_out_when_it_is_absent():
+    """pycocoevalcap (104 MB of jars) absent, SacreBLEU present: CommonGen's evaluation gives BLEU and
+    SacreBLEU and warns that cider and the COCO scores need pycocoevalcap."""
+    script = r"""
+import sys, warnings
+sys.modules["pycocoevalcap"] = None
+import gymnasium, lm_gym
+from lm_gym.metrics import corpus_metrics
+env = gymnasium.make("lm_gym/CommonGen-v0", source="synthetic")
+env.reset(seed=0)
+info = env.step("a dog runs in the park.")[-1]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    results = corpus_metrics(env, [info])
+assert {"bleu", "sacrebleu"} <= set(results), results
+assert not any(key == "cider" or key.startswith("coco") for key in results), results
+assert any("needs pycocoevalcap" in str(w.message) and "left out" in str(w.message) for w in caught), caught
+print("ok")
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "ok", result.stdout

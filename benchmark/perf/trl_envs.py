@@ -12,10 +12,13 @@ own site-packages stays first on ``sys.path``, so only what pip adds (trl, accel
 their missing dependencies) lives in the venv. pip runs with a constraints file pinning every
 distribution this interpreter already has to its installed version, so it can add packages
 but never reinstall or upgrade torch, transformers or anything else already there; if TRL
-needed a different version it fails with a resolution error instead.
+needed a different version it fails with a resolution error instead. Left out of the pins:
+TRL itself, should this interpreter have another release of it (lm-gym's ``trl`` extra), and
+what only TRL needs (:func:`exclusive_requirements`): the venv gets its own versions of those.
 
     python benchmark/perf/trl_envs.py --create                 # both versions
     python benchmark/perf/trl_envs.py --create --versions 1.16.0
+    python benchmark/perf/trl_envs.py --create --wheels DIR    # offline, from a folder of wheels
     python benchmark/perf/trl_envs.py                          # where they are (no creation)
 """
 
@@ -31,7 +34,11 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 VERSIONS = ("1.12.0", "1.16.0")
 #: What the TRL contenders import from the creating interpreter; none of these may land in a venv.
@@ -78,9 +85,10 @@ def _python_of(directory: Path) -> Path:
     return directory / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def trl_python(version: str, create: bool = False) -> Path | None:
+def trl_python(version: str, create: bool = False, wheels: str | Path | None = None) -> Path | None:
     """The interpreter of the TRL ``version`` venv; ``None`` if it is absent (or was made by
-    another base interpreter) and ``create`` is false. With ``create`` it is built if needed."""
+    another base interpreter) and ``create`` is false. With ``create`` it is built if needed,
+    from PyPI, or offline from the folder of wheels ``wheels`` (pip's ``--no-index --find-links``)."""
     directory = env_dir(version)
     if _is_ready(directory, version):
         return _python_of(directory)
@@ -90,7 +98,7 @@ def trl_python(version: str, create: bool = False) -> Path | None:
     with open(directory.parent / f".trl-{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent creator waits, then finds it ready
         if not _is_ready(directory, version):
-            _create(directory, version)
+            _create(directory, version, wheels)
     return _python_of(directory)
 
 
@@ -114,14 +122,62 @@ def _run(cmd: list, what: str, **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
-def _constraints() -> str:
-    """``name==version`` for every distribution this interpreter has (pip must keep them)."""
-    lines = {}
+def _installed() -> dict[str, importlib.metadata.Distribution]:
+    """This interpreter's distributions by canonical name (the first on ``sys.path`` wins, as for imports)."""
+    found: dict[str, importlib.metadata.Distribution] = {}
     for dist in importlib.metadata.distributions():
         name = dist.metadata["Name"]
-        if name and name.lower() != "pip":
-            lines[name.lower()] = f"{name}=={dist.version}"
-    return "\n".join(sorted(lines.values())) + "\n"
+        if name:
+            found.setdefault(canonicalize_name(name), dist)
+    return found
+
+
+def _requirements(dist: importlib.metadata.Distribution, installed: Mapping[str, object]) -> set[str]:
+    """The installed distributions ``dist`` needs (its extras left out: nobody asked for them)."""
+    needed = set()
+    for line in dist.requires or []:
+        requirement = Requirement(line)
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        name = canonicalize_name(requirement.name)
+        if name in installed:
+            needed.add(name)
+    return needed
+
+
+def exclusive_requirements(package: str) -> set[str]:
+    """``package`` and every installed distribution that only it needs, directly or through
+    others of this set (canonical names; empty when ``package`` is not installed).
+
+    A dependency that anything else installed needs (transformers for lm-gym, say) is not in
+    it; one that only the package and its own exclusive dependencies need is."""
+    installed = _installed()
+    root = canonicalize_name(package)
+    if root not in installed:
+        return set()
+    needs = {name: _requirements(dist, installed) for name, dist in installed.items()}
+    reachable, frontier = {root}, [root]
+    while frontier:
+        for name in needs[frontier.pop()] - reachable:
+            reachable.add(name)
+            frontier.append(name)
+    exclusive, grown = {root}, True
+    while grown:
+        grown = False
+        for name in sorted(reachable - exclusive):
+            dependents = {other for other, wanted in needs.items() if name in wanted and other != name}
+            if dependents <= exclusive:
+                exclusive.add(name)
+                grown = True
+    return exclusive
+
+
+def constraints(leave_out: str = "trl") -> str:
+    """``name==version`` for every distribution this interpreter has (pip must keep them),
+    except pip and :func:`exclusive_requirements` of ``leave_out`` (the package being installed)."""
+    skip = exclusive_requirements(leave_out) | {"pip"}
+    lines = [f"{dist.metadata['Name']}=={dist.version}" for name, dist in _installed().items() if name not in skip]
+    return "\n".join(sorted(lines, key=str.lower)) + "\n"
 
 
 def _site_packages(python: Path) -> Path:
@@ -133,7 +189,7 @@ def _dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
-def _create(directory: Path, version: str) -> None:
+def _create(directory: Path, version: str, wheels: str | Path | None) -> None:
     if directory.exists():
         shutil.rmtree(directory)
     print(f"[trl_envs] creating {directory} (trl=={version})", file=sys.stderr)
@@ -145,8 +201,8 @@ def _create(directory: Path, version: str) -> None:
     (site_packages / PTH_NAME).write_text("\n".join(lines) + "\n")
 
     with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="trl-constraints-", delete=False) as f:
-        f.write(_constraints())
-        constraints = f.name
+        f.write(constraints("trl"))
+        constraints_file = f.name
     before = {p.name for p in site_packages.iterdir()}
     try:
         pip = _run(
@@ -160,7 +216,8 @@ def _create(directory: Path, version: str) -> None:
                 f"trl=={version}",
                 "accelerate",
                 "-c",
-                constraints,
+                constraints_file,
+                *(["--no-index", "--find-links", str(Path(wheels).resolve())] if wheels else []),
             ],
             f"pip install trl=={version}",
             env={**os.environ, "PIP_REQUIRE_VIRTUALENV": "0"},
@@ -174,6 +231,8 @@ def _create(directory: Path, version: str) -> None:
                 "the venv may add packages but not replace the interpreter's (torch, transformers, ...), "
                 "so install a matching version there."
             )
+        elif wheels:
+            hint = f"the folder {wheels} lacks a wheel pip needs (see its error above)"
         else:
             hint = (
                 "pip needs PyPI (or a configured index / --find-links with the trl and accelerate wheels): "
@@ -181,7 +240,7 @@ def _create(directory: Path, version: str) -> None:
             )
         raise TRLEnvError(f"{text}\n{hint}") from None
     finally:
-        os.unlink(constraints)
+        os.unlink(constraints_file)
     added = sorted(p.name for p in site_packages.iterdir() if p.name not in before)
     installed = [line for line in pip.stdout.splitlines() if line.startswith("Successfully installed")]
 
@@ -237,11 +296,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--create", action="store_true", help="create the venvs that are missing")
     parser.add_argument("--versions", nargs="+", default=list(VERSIONS), metavar="V")
+    parser.add_argument("--wheels", metavar="DIR", help="create offline from this folder of wheels (no PyPI)")
     args = parser.parse_args(argv)
     status = 0
     for version in args.versions:
         try:
-            trl_python(version, create=args.create)
+            trl_python(version, create=args.create, wheels=args.wheels)
         except TRLEnvError as error:
             print(f"[trl_envs] trl=={version}: {error}", file=sys.stderr)
             status = 1

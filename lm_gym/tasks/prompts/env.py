@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from lm_gym.core.errors import ConfigurationError, safe_repr
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
 from lm_gym.core.validation import check_choice, check_int
+from lm_gym.core.word_lists import wordfreq_list
 from lm_gym.rewards.completion import CompletionReward, import_callable
 from lm_gym.tasks.synthetic_splits import split_request
 
@@ -28,7 +29,14 @@ MAX_SYNTHETIC_PROMPTS = 2**20
 
 @functools.cache
 def word_list(size: int = NUM_WORDS) -> tuple[str, ...]:
-    """The ``size`` most frequent English words made only of the letters a-z (``wordfreq``)."""
+    """The ``size`` most frequent English words made only of the letters a-z (``wordfreq``; the
+    default size also from a copy of the list where wordfreq is absent: :mod:`lm_gym.core.word_lists`)."""
+    if size == NUM_WORDS:
+        return _prompt_words()
+    return _most_frequent_words(size)
+
+
+def _most_frequent_words(size: int) -> tuple[str, ...]:
     from wordfreq import top_n_list
 
     words = [word for word in top_n_list("en", 4 * size) if word.isascii() and word.isalpha() and word.islower()]
@@ -37,6 +45,11 @@ def word_list(size: int = NUM_WORDS) -> tuple[str, ...]:
             f"wordfreq has only {len(words)} lowercase a-z words among its top {4 * size}, asked for {size}"
         )
     return tuple(words[:size])
+
+
+@wordfreq_list("prompts-words")
+def _prompt_words() -> tuple[str, ...]:
+    return _most_frequent_words(NUM_WORDS)
 
 
 def synthetic_prompts(split: str, num_prompts: int | None = None, prompt_words: int = 64) -> list[str]:

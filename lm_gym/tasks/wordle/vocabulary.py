@@ -27,6 +27,7 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError, safe_repr
 from lm_gym.core.validation import check_int, check_path
+from lm_gym.core.word_lists import wordfreq_list
 
 WORD_LENGTH = 5
 DEFAULT_NUM_ANSWERS = 2315
@@ -143,11 +144,24 @@ def read_words(path: str | Path, name: str = "path") -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def default_vocabulary() -> WordleVocabulary:
-    """The offline default, derived from ``wordfreq`` (see the module docstring)."""
+    """The offline default, derived from ``wordfreq`` (see the module docstring; where wordfreq is
+    absent, from a copy of the lists: :mod:`lm_gym.core.word_lists`)."""
+    return WordleVocabulary(_default_answers(), _default_guesses())
+
+
+def _frequent_words() -> list[str]:
     from wordfreq import top_n_list
 
-    words = top_n_list("en", 400_000, wordlist="large")
-    four_letter_words = {w for w in words if len(w) == 4 and w.isascii() and w.isalpha()}
-    guesses = [w for w in words if is_word(w)][:DEFAULT_NUM_GUESSES]
-    answers = [w for w in guesses if not (w.endswith("s") and w[:4] in four_letter_words)]
-    return WordleVocabulary(tuple(answers[:DEFAULT_NUM_ANSWERS]), tuple(guesses))
+    return top_n_list("en", 400_000, wordlist="large")
+
+
+@wordfreq_list("wordle-guesses")
+def _default_guesses() -> list[str]:
+    return [w for w in _frequent_words() if is_word(w)][:DEFAULT_NUM_GUESSES]
+
+
+@wordfreq_list("wordle-answers")
+def _default_answers() -> list[str]:
+    four_letter_words = {w for w in _frequent_words() if len(w) == 4 and w.isascii() and w.isalpha()}
+    answers = [w for w in _default_guesses() if not (w.endswith("s") and w[:4] in four_letter_words)]
+    return answers[:DEFAULT_NUM_ANSWERS]
