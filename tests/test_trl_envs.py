@@ -80,3 +80,4 @@ def test_a_venv_for_another_trl_release_is_made_from_an_interpreter_with_trl(tmp
     assert python is not None and versions["trl"] == wanted != installed_trl
     assert versions["torch"] == importlib.metadata.version("torch")
     assert trl_envs.trl_python(wanted) == python  # ready: found without creating again
+    assert trl_envs.trl_python(installed_trl) == Path(sys.executable)  # its own release needs no venv

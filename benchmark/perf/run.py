@@ -88,14 +88,18 @@ def contenders(args: argparse.Namespace) -> dict[str, list[str]]:
     return chosen
 
 
-def run_contender(name: str, command: list[str], threads: int) -> dict:
+def run_contender(name: str, command: list[str], threads: int, timeout: float | None = None) -> dict:
+    """One contender process's timings (its last stdout line); ``timeout``: seconds before it is killed."""
     env = {
         **os.environ,
         "OMP_NUM_THREADS": str(threads),
         "MKL_NUM_THREADS": str(threads),
         "TOKENIZERS_PARALLELISM": "false",
     }
-    completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    try:
+        completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{name} did not finish in {timeout:.0f} s and was stopped") from None
     lines = completed.stdout.strip().splitlines()
     if completed.returncode != 0 or not lines:
         raise RuntimeError(f"{name} failed (exit {completed.returncode}):\n{completed.stderr[-3000:]}")
@@ -121,6 +125,29 @@ def summarize(runs: list[dict]) -> dict:
     }
 
 
+def speed_ratios(summary: dict[str, dict], betas: list[float]) -> dict[str, float]:
+    """The ratios the goals are stated in, for the contenders ``summary`` holds: lm-gym over TRL
+    (episodes/s), NLPO over PPO (s/iteration), each lm-gym sampler over the ``generate`` limit."""
+    ratios = {}
+    for ours, theirs in [("lm-gym-ppo", "trl-ppo")] + [
+        (f"lm-gym-{a}-beta{b:g}", f"trl-{a}-beta{b:g}") for a in ("grpo", "rloo") for b in betas
+    ]:
+        if ours in summary and theirs in summary:
+            ratios[f"{ours} / {theirs} episodes/s"] = (
+                summary[ours]["episodes_per_s"] / summary[theirs]["episodes_per_s"]
+            )
+    if "lm-gym-nlpo" in summary and "lm-gym-ppo" in summary:  # NLPO's mask costs this much over PPO on the same sampler
+        ratios["lm-gym-nlpo / lm-gym-ppo s/iteration"] = (
+            summary["lm-gym-nlpo"]["iteration_s"] / summary["lm-gym-ppo"]["iteration_s"]
+        )
+    if "generate-limit" in summary:
+        limit = summary["generate-limit"]["rollout_tokens_per_s"]
+        for name, row in summary.items():
+            if name.startswith("lm-gym") and row["rollout_tokens_per_s"]:
+                ratios[f"{name} rollout / generate limit tokens/s"] = row["rollout_tokens_per_s"] / limit
+    return ratios
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -138,7 +165,10 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", help="run only contenders whose name contains one of these")
     parser.add_argument("--threads", type=int, default=2, help="torch threads of every contender")
     parser.add_argument(
-        "--size", default="standard", help="the model: standard (CPU) or gpt2-small (the GPU comparison)"
+        "--size",
+        choices=sorted(workload.MODEL_CONFIGS),
+        default="standard",
+        help="the model: standard (CPU), gpt2-small (the GPU comparison) or tiny (a dry run of the code paths)",
     )
     parser.add_argument("--device", default="cpu", help="cpu or cuda (every contender)")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 for every contender (the GPU comparison)")
@@ -180,23 +210,7 @@ def main() -> None:
             f"{name:<24}{row['iteration_s']:>12.2f}{row['episodes_per_s']:>12.1f}{row['tokens_per_s']:>10.0f}"
             f"{rollout:>15}{row['peak_rss_mb']:>13.0f}"
         )
-    ratios = {}
-    for ours, theirs in [("lm-gym-ppo", "trl-ppo")] + [
-        (f"lm-gym-{a}-beta{b:g}", f"trl-{a}-beta{b:g}") for a in ("grpo", "rloo") for b in args.betas
-    ]:
-        if ours in summary and theirs in summary:
-            ratios[f"{ours} / {theirs} episodes/s"] = (
-                summary[ours]["episodes_per_s"] / summary[theirs]["episodes_per_s"]
-            )
-    if "lm-gym-nlpo" in summary and "lm-gym-ppo" in summary:  # NLPO's mask costs this much over PPO on the same sampler
-        ratios["lm-gym-nlpo / lm-gym-ppo s/iteration"] = (
-            summary["lm-gym-nlpo"]["iteration_s"] / summary["lm-gym-ppo"]["iteration_s"]
-        )
-    if "generate-limit" in summary:
-        limit = summary["generate-limit"]["rollout_tokens_per_s"]
-        for name, row in summary.items():
-            if name.startswith("lm-gym") and row["rollout_tokens_per_s"]:
-                ratios[f"{name} rollout / generate limit tokens/s"] = row["rollout_tokens_per_s"] / limit
+    ratios = speed_ratios(summary, args.betas)
     print()
     for label, value in ratios.items():
         print(f"{label:<62}{value:>6.2f}x")

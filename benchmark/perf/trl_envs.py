@@ -88,7 +88,10 @@ def _python_of(directory: Path) -> Path:
 def trl_python(version: str, create: bool = False, wheels: str | Path | None = None) -> Path | None:
     """The interpreter of the TRL ``version`` venv; ``None`` if it is absent (or was made by
     another base interpreter) and ``create`` is false. With ``create`` it is built if needed,
-    from PyPI, or offline from the folder of wheels ``wheels`` (pip's ``--no-index --find-links``)."""
+    from PyPI, or offline from the folder of wheels ``wheels`` (pip's ``--no-index --find-links``).
+    An interpreter that has this TRL release itself is its own: no venv is made."""
+    if own_trl_version() == version:
+        return Path(sys.executable)
     directory = env_dir(version)
     if _is_ready(directory, version):
         return _python_of(directory)
@@ -100,6 +103,14 @@ def trl_python(version: str, create: bool = False, wheels: str | Path | None = N
         if not _is_ready(directory, version):
             _create(directory, version, wheels)
     return _python_of(directory)
+
+
+def own_trl_version() -> str | None:
+    """The TRL release this interpreter has, if any."""
+    try:
+        return importlib.metadata.version("trl")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _is_ready(directory: Path, version: str) -> bool:
@@ -185,6 +196,20 @@ def _site_packages(python: Path) -> Path:
     return Path(out.stdout.strip())
 
 
+def overlay_venv(directory: str | Path) -> Path:
+    """A new venv at ``directory`` that sees this interpreter's packages after its own (a ``.pth``
+    file calls ``site.addsitedir`` on this interpreter's site directories); returns its python.
+
+    It has no pip of its own (``--without-pip``: a Python without ``ensurepip`` can make it too);
+    ``python -m pip`` in it runs this interpreter's pip, installing into the venv."""
+    _run([sys.executable, "-m", "venv", "--without-pip", directory], "python -m venv")
+    python = _python_of(Path(directory))
+    lines = ["# lm-gym's benchmark: see the creating interpreter's packages (torch, transformers, lm_gym ...)"]
+    lines += [f"import site; site.addsitedir({d!r})" for d in _base_site_dirs()]
+    (_site_packages(python) / PTH_NAME).write_text("\n".join(lines) + "\n")
+    return python
+
+
 def _dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
@@ -193,12 +218,8 @@ def _create(directory: Path, version: str, wheels: str | Path | None) -> None:
     if directory.exists():
         shutil.rmtree(directory)
     print(f"[trl_envs] creating {directory} (trl=={version})", file=sys.stderr)
-    _run([sys.executable, "-m", "venv", directory], "python -m venv")
-    python = _python_of(directory)
+    python = overlay_venv(directory)
     site_packages = _site_packages(python)
-    lines = ["# lm-gym speed benchmark: see the creating interpreter's packages (torch, transformers, lm_gym ...)"]
-    lines += [f"import site; site.addsitedir({d!r})" for d in _base_site_dirs()]
-    (site_packages / PTH_NAME).write_text("\n".join(lines) + "\n")
 
     with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="trl-constraints-", delete=False) as f:
         f.write(constraints("trl"))
@@ -277,6 +298,8 @@ def _create(directory: Path, version: str, wheels: str | Path | None) -> None:
 
 
 def describe(version: str) -> dict:
+    if own_trl_version() == version:
+        return {"trl_version": version, "python": sys.executable, "directory": None, "note": "this interpreter's own"}
     directory = env_dir(version)
     if not _is_ready(directory, version):
         return {"trl_version": version, "python": None, "directory": str(directory)}

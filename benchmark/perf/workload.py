@@ -27,8 +27,9 @@ WARMUP_ITERATIONS = 2
 KL_COEF = 0.05
 LEARNING_RATE = 1e-5
 NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
-#: The standard (CPU) model, and the GPT-2-small-sized one of the GPU comparison.
+#: The standard (CPU) model, the GPT-2-small-sized one of the GPU comparison, and a tiny one for dry runs.
 MODEL_CONFIGS = {
+    "tiny": {"n_layer": 1, "n_head": 2, "n_embd": 32, "n_positions": 128, **NO_DROPOUT},
     "standard": {"n_layer": 4, "n_head": 4, "n_embd": 256, "n_positions": 128, **NO_DROPOUT},
     "gpt2-small": {"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 128, **NO_DROPOUT},
 }
