@@ -111,8 +111,9 @@ def gpu_image_packages() -> set[str]:
 
 def carried_distributions(python_version: str = GPU_PYTHON) -> dict[str, str]:
     """Name -> version (this machine's, so the GPU gets what was tested here) of every distribution
-    the check's requirements and the TRL contenders need, through their own requirements, that
-    the GPU image does not hold (``gpu_image_packages.txt``), plus ``ALWAYS_CARRIED``; TRL itself not."""
+    the check's requirements and the TRL contenders need that the GPU image does not hold
+    (``gpu_image_packages.txt``), through the requirements of those carried, plus ``ALWAYS_CARRIED``;
+    TRL itself not."""
     import importlib.metadata
 
     from packaging.requirements import Requirement
@@ -138,8 +139,9 @@ def carried_distributions(python_version: str = GPU_PYTHON) -> dict[str, str]:
             raise SystemExit(
                 f"{name} is needed by the GPU check but not installed here: pip install -e '.[tests]' first"
             ) from None
-        if name not in image or name in ALWAYS_CARRIED:
-            found[name] = dist.version
+        if name in image and name not in ALWAYS_CARRIED:
+            continue  # the image's own version brings what it needs
+        found[name] = dist.version
         for line in dist.requires or []:
             needed = Requirement(line)
             if needed.marker is None or needed.marker.evaluate(environment):

@@ -1,0 +1,113 @@
+"""The GPU check (benchmark/perf/gpu_check.py) on the CPU: its dry run goes through every part's code
+path in under a minute, so the script cannot rot between the GPU runs it is made for."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmark" / "perf"))
+
+import gpu_check  # noqa: E402
+import trl_envs  # noqa: E402
+
+
+def dry_run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+    command = [sys.executable, "benchmark/perf/gpu_check.py", "--device", "cpu", "--tiny", *extra]
+    command += ["--work-dir", str(tmp_path / "work"), "--results-dir", str(tmp_path / "results")]
+    completed = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=900, check=False)
+    files = list((tmp_path / "results").glob("gpu-cpu-*.json"))
+    assert len(files) == 1, completed.stdout + completed.stderr
+    return completed, json.loads(files[0].read_text())
+
+
+def test_the_dry_run_goes_through_every_part_and_writes_the_results(tmp_path):
+    completed, record = dry_run(tmp_path)
+    assert completed.returncode == 0, completed.stdout + completed.stderr[-3000:]
+    assert record["device"]["name"] == "cpu" and record["device"]["torch"]
+    assert list(record["parts"]) == ["speed", "cnn_dailymail", "smoke"]
+    assert all(part["status"] == "done" for part in record["parts"].values()), record["parts"]
+
+    speed = record["parts"]["speed"]
+    assert {"generate-limit", "lm-gym-ppo", "lm-gym-grpo-beta0.05"} <= set(speed["contenders"])
+    assert all(row["episodes_per_s"] > 0 for row in speed["contenders"].values())
+    rollout = speed["goals"]["lm-gym-ppo rollout / generate limit tokens/s"]
+    assert rollout["value"] > 0 and rollout["met"] == (rollout["value"] >= 1.0)
+    for trainer in ("ppo", "grpo-beta0.05"):  # TRL's contender ran, or says why not
+        name = f"trl-{trainer}"
+        assert name in speed["contenders"] or "trl==" in speed["skipped"][name], speed
+
+    cnn = record["parts"]["cnn_dailymail"]
+    assert cnn["device"] == "cpu" and cnn["ppo_iterations"] == 2
+    assert 0 <= cnn["sft_start_rouge1"] <= 1 and 0 <= cnn["ppo_rouge1"] <= 1
+    assert cnn["goals"]["PPO's validation ROUGE-1 above its SFT start"]["met"] == (
+        cnn["ppo_rouge1"] > cnn["sft_start_rouge1"]
+    )
+
+    smoke = record["parts"]["smoke"]
+    assert smoke["jobs"] == smoke["done"] == 2 and not smoke["not_on_the_device"]
+    assert smoke["report_written"] and smoke["board_written"]
+    assert "| smoke | every smoke job done on cpu | 2 | 2 | yes |" in completed.stdout
+
+
+def test_a_part_out_of_time_is_recorded_and_the_others_still_run(tmp_path):
+    # a box too short for any contender: the speed part says so; the results file still has every part
+    completed, record = dry_run(tmp_path, "--minutes", "0.1", "--parts", "speed", "smoke")
+    assert completed.returncode == 1
+    speed, smoke = record["parts"]["speed"], record["parts"]["smoke"]
+    assert speed["status"] == "failed" and not speed["contenders"]
+    assert set(speed["failed"].values()) == {"not started: the part's time box ran out"}
+    assert (
+        smoke["status"] in ("stopped at the time box", "failed")
+        and not smoke["goals"]["every smoke job done on cpu"]["met"]
+    )
+
+
+def test_the_carried_wheels_are_what_the_gpu_image_lacks():
+    requirements = gpu_check.check_requirements()
+    names = {line.split(">")[0].split("<")[0].split("=")[0].split(";")[0].strip() for line in requirements}
+    assert {"gymnasium", "datasets", "nltk", "rouge-score", "tyro", "rliable", "pandas"} <= names
+    assert not names & set(gpu_check.LEFT_OUT)
+    carried = gpu_check.carried_distributions()
+    image = gpu_check.gpu_image_packages()
+    assert {"gymnasium", "datasets", "nltk", "rouge-score", "tyro", "rliable", "arch", "dill", "multiprocess"} <= set(
+        carried
+    )
+    assert not {"torch", "transformers", "accelerate", "pyarrow", "wordfreq", "pycocoevalcap", "wandb"} & set(carried)
+    assert set(carried) - set(gpu_check.ALWAYS_CARRIED) <= set(carried) - image
+
+
+def test_the_setup_installs_offline_from_a_wheel_folder_and_names_what_it_lacks(tmp_path, monkeypatch):
+    """On a machine that has every requirement, the setup's pip installs nothing from an empty wheel
+    folder; the word lists are installed; a TRL release with no wheel there is recorded, by name."""
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "lm_gym.tasks.word_lists", "export", str(wheels / "word-lists")], check=True, cwd=ROOT
+    )
+    (wheels / "manifest.json").write_text(json.dumps({"requirements": gpu_check.check_requirements()}))
+    monkeypatch.setattr(trl_envs, "VERSIONS", ("0.0.1",))  # a release no folder holds
+    env = gpu_check.subprocess_env(tmp_path / "work")
+    setup = gpu_check.set_up(wheels, tmp_path / "work", env)
+    assert setup["python"] == str(tmp_path / "work" / "venv" / "bin" / "python")
+    assert "error" not in setup["steps"]["pip"] and not setup["steps"]["pip"]["installed"]
+    assert {Path(p).name for p in setup["steps"]["word_lists"]} == {
+        "prompts-words.json", "wordle-answers.json", "wordle-guesses.json"
+    }  # fmt: skip
+    assert "trl==0.0.1" in setup["steps"]["trl_envs"]["0.0.1"]["error"]
+
+
+@pytest.mark.slow
+def test_the_whole_check_from_a_wheel_folder_runs_in_its_venv(tmp_path):
+    """--wheels: the setup, then the check again inside its venv (the GPU flow, on the CPU)."""
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "lm_gym.tasks.word_lists", "export", str(wheels / "word-lists")], check=True, cwd=ROOT
+    )
+    (wheels / "manifest.json").write_text(json.dumps({"requirements": gpu_check.check_requirements()}))
+    completed, record = dry_run(tmp_path, "--wheels", str(wheels), "--parts", "cnn_dailymail")
+    assert completed.returncode == 0, completed.stdout + completed.stderr[-3000:]
+    assert record["setup"]["python"].endswith("work/venv/bin/python")
+    assert record["parts"]["cnn_dailymail"]["status"] == "done"
