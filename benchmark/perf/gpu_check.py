@@ -412,9 +412,14 @@ def smoke_part(args: argparse.Namespace, deadline: float) -> dict:
         check=False,
     )
     jobs = re.findall(r"^\[\w+\] (\S+)", listing.stdout, flags=re.MULTILINE)
-    status, log = run_boxed(
-        [*command, "--report", "--board"], subprocess_env(args.work_dir), deadline, out / "smoke.log"
-    )
+    env = subprocess_env(args.work_dir)
+    reserve = min(30.0, 0.2 * (deadline - time.time()))  # to write the report and board of a stopped run
+    status, log = run_boxed([*command, "--report", "--board"], env, deadline - reserve, out / "smoke.log")
+    if status is None:  # stopped at its box: the report and the board of the jobs that finished
+        suite_dir = str(out / "smoke")
+        run_boxed([sys.executable, "-m", "benchmark", "report", suite_dir], env, deadline, out / "report.log")
+        board = [sys.executable, "-m", "leaderboard", "compile", suite_dir, "--out", f"{suite_dir}/board"]
+        run_boxed(board, env, deadline, out / "board.log")
     results = {}
     for job in jobs:
         path = out / "smoke" / job / "result.json"
