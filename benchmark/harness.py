@@ -30,6 +30,7 @@ from rich.console import Console
 
 from benchmark.attempt import job_finished
 from benchmark.placement import launcher, parse_gpus, plan_slots
+from benchmark.report import report_runs
 from benchmark.scheduler import Scheduler
 from benchmark.suite import ROOT, expand_jobs, load_suite
 from lm_gym.core.errors import ConfigurationError
@@ -198,10 +199,8 @@ def _run_suite(args: argparse.Namespace, console: Console) -> int:
 
 
 def _write_report(out_root: Path, console: Console) -> int:
-    from benchmark.report import main as report
-
     console.print(f"\n[bold]report[/] of the finished jobs: {out_root / 'report.md'}")
-    return report([str(out_root)])
+    return report_runs(out_root)
 
 
 def _compile_board(out_root: Path, console: Console) -> int:

@@ -253,16 +253,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m benchmark report ARGV...`` (``argv`` default: the command line's arguments); the exit status."""
-    from benchmark.__main__ import main as benchmark_main
-
-    return benchmark_main(["report", *(sys.argv[1:] if argv is None else argv)])
-
-
 def run(args: argparse.Namespace) -> int:
     """The ``report`` command; returns the exit status."""
-    runs_dir = Path(args.runs_dir)
+    return report_runs(
+        Path(args.runs_dir), args.out, metrics=args.metrics, reps=args.reps, confidence=args.confidence, seed=args.seed
+    )
+
+
+def report_runs(
+    runs_dir: Path,
+    out: str | Path | None = None,
+    *,
+    metrics: Sequence[str] | None = None,
+    reps: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> int:
+    """Print and write (to ``out``, default ``runs_dir``) the report of every ``result.json`` under
+    ``runs_dir``; returns the exit status (1: nothing to report, 2: a bad folder or metric)."""
     if not runs_dir.is_dir():
         print(f"error: the runs folder {runs_dir} does not exist", file=sys.stderr)
         return 2
@@ -273,30 +281,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"no valid {RESULT_FILE} under {runs_dir} ({len(skipped)} skipped): nothing to report", file=sys.stderr)
         return 1
     known = {name for run in runs for name in metric_values(run.result) if _is_final(name)}
-    unknown = sorted(set(args.metrics or ()) - known)
+    unknown = sorted(set(metrics or ()) - known)
     if unknown:
         print(
             f"error: --metrics {unknown} are not final metrics of any run (those are {sorted(known)})", file=sys.stderr
         )
         return 2
     try:
-        tasks = summarize(runs, confidence=args.confidence, reps=args.reps, seed=args.seed)
+        tasks = summarize(runs, confidence=confidence, reps=reps, seed=seed)
     except DuplicateSeedError as error:
         print(f"error in {runs_dir}: {error}", file=sys.stderr)
         return 2
     report = {
         "runs_dir": str(runs_dir),
-        "confidence": args.confidence,
-        "reps": args.reps,
-        "seed": args.seed,
+        "confidence": confidence,
+        "reps": reps,
+        "seed": seed,
         "skipped": skipped,
         "tasks": tasks,
     }
-    markdown = to_markdown(report, args.metrics)
+    markdown = to_markdown(report, metrics)
     print(markdown, end="")
-    write_report(args.out or runs_dir, report, markdown)
+    write_report(out or runs_dir, report, markdown)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -282,13 +282,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m leaderboard compile ARGV...`` (``argv`` default: the command line's arguments); the exit status."""
-    from leaderboard.__main__ import main as leaderboard_main
-
-    return leaderboard_main(["compile", *(sys.argv[1:] if argv is None else argv)])
-
-
 def run(args: argparse.Namespace) -> int:
     """The ``compile`` command; returns the exit status."""
     out = Path(args.out)

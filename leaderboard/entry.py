@@ -46,7 +46,6 @@ import math
 import os
 import re
 import stat
-import sys
 import tempfile
 import unicodedata
 from collections import Counter
@@ -293,13 +292,6 @@ def add_validate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--accept-into", type=Path, metavar="DIR", help="store a canonical copy of each valid entry in DIR"
     )
-
-
-def main_validate(argv: Sequence[str] | None = None) -> int:
-    """``python -m leaderboard validate ARGV...`` (``argv`` default: the command line's arguments); the exit status."""
-    from leaderboard.__main__ import main as leaderboard_main
-
-    return leaderboard_main(["validate", *(sys.argv[1:] if argv is None else argv)])
 
 
 def run_validate(args: argparse.Namespace) -> int:

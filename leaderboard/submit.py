@@ -46,7 +46,7 @@ import json
 import re
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -151,13 +151,6 @@ def add_submit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="the policy (default: from the runs' configs)")
     parser.add_argument("--description", default="", help="free text, at most 2000 characters")
     parser.add_argument("--out", type=Path, required=True, help="the entry file to write")
-
-
-def main_submit(argv: Sequence[str] | None = None) -> int:
-    """``python -m leaderboard submit ARGV...`` (``argv`` default: the command line's arguments); the exit status."""
-    from leaderboard.__main__ import main as leaderboard_main
-
-    return leaderboard_main(["submit", *(sys.argv[1:] if argv is None else argv)])
 
 
 def run_submit(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import pytest
 from rliable import library, metrics
 
 from benchmark import report
+from benchmark.__main__ import main as benchmark_cli
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import make_result, write_result
 
@@ -84,7 +85,7 @@ def refuse_constant(name):
 
 def test_the_report_gives_numpy_means_and_rliable_intervals_per_task_and_algorithm(runs, capsys):
     np.random.seed(123)
-    assert report.main([str(runs), "--reps", str(REPS), "--seed", str(SEED)]) == 0
+    assert benchmark_cli(["report", str(runs), "--reps", str(REPS), "--seed", str(SEED)]) == 0
     assert np.random.randint(1 << 30) == np.random.RandomState(123).randint(1 << 30)  # the global RNG is restored
     written = json.loads((runs / "report.json").read_text(), parse_constant=refuse_constant)
     assert (written["runs_dir"], written["confidence"], written["reps"], written["seed"]) == (
@@ -135,7 +136,7 @@ def test_the_report_gives_numpy_means_and_rliable_intervals_per_task_and_algorit
 
 
 def test_the_markdown_has_a_table_per_task_with_intervals_and_marks_one_seed(runs, capsys):
-    assert report.main([str(runs), "--reps", str(REPS), "--seed", str(SEED)]) == 0
+    assert benchmark_cli(["report", str(runs), "--reps", str(REPS), "--seed", str(SEED)]) == 0
     markdown = capsys.readouterr().out
     written = json.loads((runs / "report.json").read_text())
     ppo = written["tasks"]["lm_gym/IMDB-v0"]["ppo"]["metrics"]["mean_return"]
@@ -155,7 +156,7 @@ def test_the_markdown_has_a_table_per_task_with_intervals_and_marks_one_seed(run
 
 def test_metrics_restricts_the_columns_and_out_picks_the_folder(runs, tmp_path, capsys):
     out = tmp_path / "elsewhere"
-    assert report.main([str(runs), "--out", str(out), "--metrics", "std_return", "--reps", "50"]) == 0
+    assert benchmark_cli(["report", str(runs), "--out", str(out), "--metrics", "std_return", "--reps", "50"]) == 0
     markdown = capsys.readouterr().out
     assert (
         "| algorithm | seeds | mean_return | std_return | initial/mean_return | gain/mean_return | wall_time_s |"
@@ -165,13 +166,13 @@ def test_metrics_restricts_the_columns_and_out_picks_the_folder(runs, tmp_path, 
     assert (out / "report.md").read_text() == markdown and (out / "report.json").is_file()
     assert not (runs / "report.json").exists()
 
-    assert report.main([str(runs), "--metrics", "mean_nonsense"]) == 2
+    assert benchmark_cli(["report", str(runs), "--metrics", "mean_nonsense"]) == 2
     assert "mean_nonsense" in capsys.readouterr().err
 
 
 def test_a_duplicated_seed_is_refused_naming_both_files(runs, capsys):
     write_run(runs / "IMDB-v0" / "ppo" / "seed1-again", "lm_gym/IMDB-v0", "ppo", 1, 0.9)
-    assert report.main([str(runs), "--reps", "50"]) == 2
+    assert benchmark_cli(["report", str(runs), "--reps", "50"]) == 2
     err = capsys.readouterr().err
     assert "IMDB-v0/ppo/seed1/result.json" in err and "IMDB-v0/ppo/seed1-again/result.json" in err
     assert not (runs / "report.json").exists()
@@ -200,7 +201,7 @@ def test_runs_without_evaluation_report_their_performance_only(tmp_path, capsys)
     )
     write_result(tmp_path / "a", result)
     write_run(tmp_path / "b", "lm_gym/IMDB-v0", "sft", 2, 0.5)
-    assert report.main([str(tmp_path), "--reps", "50"]) == 0
+    assert benchmark_cli(["report", str(tmp_path), "--reps", "50"]) == 0
     summary = json.loads((tmp_path / "report.json").read_text())["tasks"]["lm_gym/IMDB-v0"]["sft"]["metrics"]
     assert summary["mean_return"]["num_seeds"] == 1 and summary["mean_return"]["ci"] == [0.5, 0.5]
     assert summary["wall_time_s"]["num_seeds"] == 2 and summary["wall_time_s"]["mean"] == 60.0
@@ -208,13 +209,13 @@ def test_runs_without_evaluation_report_their_performance_only(tmp_path, capsys)
 
 
 def test_an_empty_folder_exits_1_and_a_missing_one_exits_2(tmp_path, capsys):
-    assert report.main([str(tmp_path)]) == 1
+    assert benchmark_cli(["report", str(tmp_path)]) == 1
     assert "nothing to report" in capsys.readouterr().err
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "result.json").write_text("{}")
-    assert report.main([str(tmp_path)]) == 1
+    assert benchmark_cli(["report", str(tmp_path)]) == 1
     assert "1 skipped" in capsys.readouterr().err
     missing = tmp_path / "no-such-folder"
-    assert report.main([str(missing)]) == 2
+    assert benchmark_cli(["report", str(missing)]) == 2
     assert str(missing) in capsys.readouterr().err
     assert not (tmp_path / "report.json").exists()

@@ -1,4 +1,4 @@
-"""The package's import arrows point one way (DESIGN.md §3): read off the source with ``ast``.
+"""Import arrows point one way and run in no circle (docs/design.md): read off the source with ``ast``.
 
 Every import statement counts, also those inside functions (a function-local import that
 dodges a cycle is still a cycle) and under ``if TYPE_CHECKING``.
@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "lm_gym"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "lm_gym"
 TASK_PACKAGES = sorted(path.parent for path in (PACKAGE / "tasks").glob("*/__init__.py"))
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -44,7 +45,7 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def module_exists(name: str) -> bool:
-    path = PACKAGE.parent.joinpath(*name.split("."))
+    path = ROOT.joinpath(*name.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
@@ -86,7 +87,7 @@ def test_the_checker_finds_cycles_through_function_local_and_relative_imports(tm
         "import lm_gym.metrics\n\ndef demonstrations():\n    from .policies import Expert\n"
     )
     (package / "policies.py").write_text("from lm_gym.tasks.game import env\n")
-    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "lm_gym")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert imported_modules(package / "env.py") == {"lm_gym.metrics", "lm_gym.tasks.game.policies"}
     cycle = find_cycle(import_graph(package))
     assert cycle == ["lm_gym.tasks.game.env", "lm_gym.tasks.game.policies", "lm_gym.tasks.game.env"]
@@ -103,9 +104,32 @@ def test_task_package_imports_have_no_cycle(package):
 def test_core_imports_nothing_above_it():
     """``lm_gym.core`` is the bottom layer: no import of lm_gym.metrics, lm_gym.tasks or any other part of lm_gym."""
     above = {
-        f"{path.relative_to(PACKAGE.parent)}: {name}"
+        f"{path.relative_to(ROOT)}: {name}"
         for path in (PACKAGE / "core").rglob("*.py")
         for name in imported_modules(path)
         if (name == "lm_gym" or name.startswith("lm_gym.")) and not name.startswith("lm_gym.core")
     }
     assert not above, sorted(above)
+
+
+@pytest.mark.parametrize("package", ["lm_gym", "benchmark", "leaderboard"])
+def test_a_package_imports_have_no_cycle(package):
+    """No circle between the files of lm_gym, of the harness or of the leaderboard: a command's module
+    never re-enters its CLI (``__main__``), function-local imports included."""
+    graph = import_graph(ROOT / package)
+    assert len(graph) > 5
+    cycle = find_cycle(graph)
+    assert cycle is None, f"{package}: import cycle {' -> '.join(cycle)}"
+
+
+def test_lm_gym_imports_none_of_the_packages_that_use_it():
+    """baselines/, benchmark/ and leaderboard/ use lm_gym; lm_gym never imports them."""
+    users = ("benchmark", "leaderboard", "lm_toolkit", "ppo", "grpo", "nlpo", "ilql", "sft", "ippo")
+    upward = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in PACKAGE.rglob("*.py")
+        for name in imported_modules(path)
+        if name.split(".")[0] in users
+    }
+    assert not upward, sorted(upward)
+

@@ -19,8 +19,9 @@ from rliable import metrics
 
 from benchmark.suite import load_suite
 from leaderboard import scoring
+from leaderboard.__main__ import main as leaderboard_cli
 from leaderboard.boards import boards, task_metrics
-from leaderboard.compile import collect_entries, compile_board, main
+from leaderboard.compile import collect_entries, compile_board
 from leaderboard.entry import canonical_json, entry_file_name, load_entry
 from lm_gym.results import make_result, write_result
 
@@ -224,13 +225,29 @@ def test_board_md_writes_every_number_with_3_significant_digits(board):
 def test_runs_of_a_suite_with_several_boards_compile_into_one_folder_each(tmp_path, capsys):
     write_runs(tmp_path, "ppo", 0.6, board="offline-text")
     write_runs(tmp_path, "ilql", 0.5, board="offline-games")
-    assert main([str(tmp_path / "offline"), "--out", str(tmp_path / "board"), "--reps", "50", "--poi-reps", "10"]) == 0
+    assert (
+        leaderboard_cli(
+            ["compile", str(tmp_path / "offline"), "--out", str(tmp_path / "board"), "--reps", "50", "--poi-reps", "10"]
+        )
+        == 0
+    )
     for name, method in (("offline-text", "ppo"), ("offline-games", "ilql")):
         data = json.loads((tmp_path / "board" / name / "board.json").read_text())
         assert data["board"]["name"] == name and [item["method"] for item in data["entries"]] == [method]
         assert (tmp_path / "board" / name / "index.html").is_file()
     assert (
-        main([str(tmp_path / "offline"), "--out", str(tmp_path / "one"), "--board", "offline-games", "--reps", "50"])
+        leaderboard_cli(
+            [
+                "compile",
+                str(tmp_path / "offline"),
+                "--out",
+                str(tmp_path / "one"),
+                "--board",
+                "offline-games",
+                "--reps",
+                "50",
+            ]
+        )
         == 0
     )
     assert (tmp_path / "one" / "index.html").is_file()
@@ -251,9 +268,14 @@ def test_a_board_scores_a_task_on_its_own_metrics(tmp_path):
 
 def test_compile_command_and_its_errors(board, tmp_path, capsys):
     root, *_ = board
-    assert main([str(root / "smoke"), "--out", str(tmp_path / "b"), "--reps", "100", "--poi-reps", "10"]) == 0
+    assert (
+        leaderboard_cli(
+            ["compile", str(root / "smoke"), "--out", str(tmp_path / "b"), "--reps", "100", "--poi-reps", "10"]
+        )
+        == 0
+    )
     assert (tmp_path / "b" / "index.html").is_file() and "index.html" in capsys.readouterr().out
-    assert main([str(tmp_path / "nothing"), "--out", str(tmp_path / "c")]) == 2
+    assert leaderboard_cli(["compile", str(tmp_path / "nothing"), "--out", str(tmp_path / "c")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
 
 
@@ -403,7 +425,12 @@ def test_the_accepted_entries_validate_and_make_their_boards(tmp_path, capsys):
         assert path.name == entry_file_name(entry) and path.read_text() == canonical_json(entry) + "\n", (
             f"{path.name} was not written by accept_entry"
         )
-    assert main([str(entries_dir), "--out", str(tmp_path / "board"), "--reps", "100", "--poi-reps", "10"]) == 0
+    assert (
+        leaderboard_cli(
+            ["compile", str(entries_dir), "--out", str(tmp_path / "board"), "--reps", "100", "--poi-reps", "10"]
+        )
+        == 0
+    )
     board_names = sorted({load_entry(path)["board"] for path in files})
     folders = [tmp_path / "board"] if len(board_names) == 1 else [tmp_path / "board" / name for name in board_names]
     compiled = [json.loads((folder / "board.json").read_text()) for folder in folders]

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from leaderboard.__main__ import main as leaderboard_cli
 from leaderboard.boards import boards, task_metrics
 from leaderboard.entry import (
     ENTRY_SCHEMA,
@@ -28,10 +29,9 @@ from leaderboard.entry import (
     canonical_json,
     entry_file_name,
     load_entry,
-    main_validate,
     validate_entry,
 )
-from leaderboard.submit import SubmitError, build_entry, main_submit
+from leaderboard.submit import SubmitError, build_entry
 from lm_gym.results import load_result, make_result, write_result
 
 OFFLINE = boards()["offline-text"].tasks
@@ -153,7 +153,7 @@ def valid_entry(offline_runs):
 
 def test_a_built_entry_round_trips_through_submit_validate_and_accept(offline_runs, tmp_path, capsys):
     out = tmp_path / "entry.json"
-    assert main_submit([str(offline_runs), "--name", "PPO (lm-gym)", "--out", str(out)]) == 0
+    assert leaderboard_cli(["submit", str(offline_runs), "--name", "PPO (lm-gym)", "--out", str(out)]) == 0
     entry = load_entry(out)
     assert entry["board"] == "offline-text" and sorted(entry["tasks"]) == sorted(OFFLINE)
     assert entry["method"] == "ppo" and entry["model"] == "GPT-2 (2 layers), random init"  # the model_config in words
@@ -165,7 +165,7 @@ def test_a_built_entry_round_trips_through_submit_validate_and_accept(offline_ru
 
     entries = tmp_path / "entries"
     capsys.readouterr()
-    assert main_validate([str(out), "--accept-into", str(entries)]) == 0
+    assert leaderboard_cli(["validate", str(out), "--accept-into", str(entries)]) == 0
     accepted = entries / entry_file_name(entry)
     assert capsys.readouterr().out == f"{out}: valid, accepted as {accepted}\n"
     assert load_entry(accepted) == entry and SAFE_FILE_NAME.fullmatch(accepted.name)
@@ -266,7 +266,7 @@ def test_validate_prints_one_line_per_file_and_fails_if_any_is_invalid(valid_ent
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(json.dumps(valid_entry))
     bad.write_text(json.dumps(valid_entry | {"board": "nope\x1b[2J"}))
-    assert main_validate([str(good), str(bad)]) == 1
+    assert leaderboard_cli(["validate", str(good), str(bad)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         f"{good}: valid",
@@ -676,7 +676,7 @@ def test_random_bytes_are_refused(scratch, data):
 
 
 def submit_error(capsys, argv):
-    assert main_submit([*map(str, argv), "--name", "x", "--out", "unused/entry.json"]) == 1
+    assert leaderboard_cli(["submit", *map(str, argv), "--name", "x", "--out", "unused/entry.json"]) == 1
     return capsys.readouterr().err
 
 
@@ -764,7 +764,10 @@ def test_submit_refuses_runs_of_different_versions_or_without_metrics(tmp_path, 
 
 
 def test_submit_refuses_an_invalid_name_or_a_broken_result(offline_runs, tmp_path, capsys):
-    assert main_submit([str(offline_runs), "--name", "\x1b[2Jevil", "--out", str(tmp_path / "entry.json")]) == 1
+    assert (
+        leaderboard_cli(["submit", str(offline_runs), "--name", "\x1b[2Jevil", "--out", str(tmp_path / "entry.json")])
+        == 1
+    )
     expected = (
         "the entry built from the runs is invalid: name: holds the control or invisible character U+001B at index 0"
     )
