@@ -79,7 +79,7 @@ def test_bad_split_or_count_raises(task, split, count):
 
 
 def test_deterministic_across_processes():
-    # the generators are plain modules: loaded by path, the subprocess skips the package imports
+    # each generator loaded afresh by path (the word tables it imports come from the package)
     code = (
         "import hashlib, importlib.util, json, sys\n"
         "def load(name, path):\n"

@@ -35,6 +35,27 @@ import functools
 import random
 from dataclasses import dataclass
 
+from lm_gym.tasks.commongen.synthetic_actions import ACTIONS, BACKGROUND_FITS, PARTNERS, Action, Partner
+from lm_gym.tasks.commongen.synthetic_words import (
+    ADULT_ADJECTIVES,
+    ANIMAL_ADJECTIVES,
+    ANIMALS,
+    CHILD_ADJECTIVES,
+    COLLECTIVES,
+    DEFINITE_NOUNS,
+    DESCRIBABLE_THINGS,
+    DOUBLED_FINAL_CONSONANT,
+    INDOOR_PLACES,
+    INDOOR_THINGS,
+    IRREGULAR_PLURALS,
+    IRREGULAR_VERBS,
+    MASS_NOUNS,
+    OUTDOOR_THINGS,
+    PLACE_PREPOSITIONS,
+    THING_ADJECTIVES,
+    TIME_PHRASES,
+)
+from lm_gym.tasks.english import upper_first, with_article
 from lm_gym.tasks.synthetic_splits import split_request
 
 SPLIT_SIZES = {"train": 4000, "validation": 300, "test": 500}
@@ -54,869 +75,7 @@ OPTIONAL_PLACE_RATE = 0.5  # a place that is not a concept still appears this of
 OPTIONAL_TOOL_RATE = 0.25
 TIME_RATE = 0.2
 
-# --- words ---------------------------------------------------------------------------
-
-EVERYONE = ("man", "woman", "boy", "girl", "child", "student")
-ANIMALS = frozenset({"dog", "cat", "horse", "duck", "cow", "goat", "sheep", "bird", "chicken"})
-COLLECTIVES = frozenset({"crowd", "family", "team"})  # singular agreement, never plural
-MASS_NOUNS = frozenset(
-    {
-        "bread",
-        "cheese",
-        "rice",
-        "soup",
-        "pasta",
-        "coffee",
-        "tea",
-        "water",
-        "juice",
-        "milk",
-        "grass",
-        "hay",
-        "sand",
-        "wood",
-        "food",
-        "fruit",
-        "chess",
-        "soccer",
-        "tennis",
-        "basketball",
-        "volleyball",
-        "salad",
-        "dinner",
-    }
-)
-# nouns that always take "the" ("plays the guitar", "sleeps on the grass")
-DEFINITE_NOUNS = frozenset(
-    {
-        "guitar",
-        "piano",
-        "violin",
-        "drum",
-        "sky",
-        "sea",
-        "ocean",
-        "snow",
-        "ice",
-        "city",
-        "oven",
-        "lawn",
-        "floor",
-        "phone",
-        "camera",
-        "menu",
-        "grass",
-        "sunset",
-        "kitchen",
-        "highway",
-        "porch",
-    }
-)
-IRREGULAR_PLURALS = {
-    "man": "men",
-    "woman": "women",
-    "child": "children",
-    "knife": "knives",
-    "leaf": "leaves",
-    "sheep": "sheep",
-    "scarf": "scarves",
-    "tomato": "tomatoes",
-    "potato": "potatoes",
-}
-# (past, past participle) of irregular verbs; the other forms follow the spelling rules
-IRREGULAR_VERBS = {
-    "throw": ("threw", "thrown"),
-    "catch": ("caught", "caught"),
-    "hit": ("hit", "hit"),
-    "cut": ("cut", "cut"),
-    "eat": ("ate", "eaten"),
-    "drink": ("drank", "drunk"),
-    "ride": ("rode", "ridden"),
-    "read": ("read", "read"),
-    "write": ("wrote", "written"),
-    "swim": ("swam", "swum"),
-    "run": ("ran", "run"),
-    "dig": ("dug", "dug"),
-    "feed": ("fed", "fed"),
-    "sing": ("sang", "sung"),
-    "sit": ("sat", "sat"),
-    "stand": ("stood", "stood"),
-    "hold": ("held", "held"),
-    "fly": ("flew", "flown"),
-    "sell": ("sold", "sold"),
-    "buy": ("bought", "bought"),
-    "drive": ("drove", "driven"),
-    "sweep": ("swept", "swept"),
-    "sleep": ("slept", "slept"),
-    "wear": ("wore", "worn"),
-    "build": ("built", "built"),
-    "teach": ("taught", "taught"),
-}
-DOUBLED_FINAL_CONSONANT = frozenset({"cut", "chop", "hit", "pet", "run", "sit", "swim", "dig", "hug"})
-
-ADULT_ADJECTIVES = ("young", "old", "tall", "happy")
-CHILD_ADJECTIVES = ("little", "young", "happy", "tall")
-ANIMAL_ADJECTIVES = ("small", "big", "brown", "black", "white", "little")
-THING_ADJECTIVES = ("red", "blue", "yellow", "green", "old", "new", "big", "small")
-# things that can take a colour or size; food, places and abstract things cannot
-DESCRIBABLE_THINGS = frozenset(
-    {
-        "ball",
-        "frisbee",
-        "kite",
-        "bike",
-        "car",
-        "truck",
-        "bus",
-        "hat",
-        "jacket",
-        "coat",
-        "scarf",
-        "helmet",
-        "cap",
-        "umbrella",
-        "bag",
-        "box",
-        "cup",
-        "bucket",
-        "boat",
-        "chair",
-        "bench",
-        "door",
-        "fence",
-        "book",
-        "skateboard",
-        "suitcase",
-        "cart",
-        "wagon",
-        "sled",
-        "basket",
-        "blanket",
-        "bottle",
-        "balloon",
-        "mug",
-        "sofa",
-        "scooter",
-        "tractor",
-        "window",
-    }
-)
-INDOOR_PLACES = frozenset(
-    {
-        "kitchen",
-        "room",
-        "office",
-        "classroom",
-        "library",
-        "restaurant",
-        "cafe",
-        "store",
-        "shop",
-        "bakery",
-        "garage",
-        "gym",
-        "theater",
-        "hotel",
-        "workshop",
-        "studio",
-        "church",
-        "house",
-        "club",
-        "bar",
-        "mall",
-        "train",
-        "car",
-        "barn",
-        "school",
-        "table",
-        "desk",
-        "party",
-    }
-)
-OUTDOOR_THINGS = frozenset(
-    {
-        "tree",
-        "fence",
-        "car",
-        "rock",
-        "grass",
-        "bench",
-        "sky",
-        "sunset",
-        "wave",
-        "horse",
-        "cow",
-        "path",
-        "porch",
-        "leaf",
-        "lawn",
-        "puddle",
-        "log",
-        "kite",
-    }
-)
-INDOOR_THINGS = frozenset({"sofa", "bed", "menu", "floor"})
-TIME_PHRASES = (
-    "in the morning",
-    "on a sunny day",
-    "after school",
-    "on the weekend",
-    "in the afternoon",
-    "every morning",
-    "in the evening",
-    "on a cold day",
-    "before dinner",
-    "on a warm afternoon",
-)
-# prepositions each place takes ("in the park", "at the park")
-PLACE_PREPOSITIONS = {
-    "park": ("in", "at"),
-    "beach": ("on", "at"),
-    "kitchen": ("in",),
-    "street": ("on",),
-    "field": ("in", "on"),
-    "yard": ("in",),
-    "lake": ("by", "at"),
-    "pool": ("at", "by"),
-    "river": ("by",),
-    "sea": ("by",),
-    "pond": ("at", "by"),
-    "forest": ("in",),
-    "garden": ("in",),
-    "farm": ("on", "at"),
-    "market": ("at", "in"),
-    "store": ("at", "in"),
-    "shop": ("at", "in"),
-    "restaurant": ("at", "in"),
-    "cafe": ("at", "in"),
-    "library": ("in", "at"),
-    "office": ("in", "at"),
-    "classroom": ("in",),
-    "stage": ("on",),
-    "court": ("on",),
-    "stadium": ("at", "in"),
-    "station": ("at",),
-    "road": ("on", "along"),
-    "trail": ("on", "along"),
-    "mountain": ("on",),
-    "hill": ("on",),
-    "room": ("in",),
-    "garage": ("in",),
-    "zoo": ("at",),
-    "barn": ("in",),
-    "orchard": ("in",),
-    "rink": ("at",),
-    "track": ("on",),
-    "table": ("at",),
-    "desk": ("at",),
-    "party": ("at",),
-    "wedding": ("at",),
-    "church": ("in",),
-    "airport": ("at",),
-    "gym": ("at", "in"),
-    "theater": ("at", "in"),
-    "hotel": ("in", "at"),
-    "workshop": ("in",),
-    "driveway": ("in",),
-    "porch": ("on",),
-    "studio": ("in",),
-    "bakery": ("in",),
-    "slope": ("on", "down"),
-    "snow": ("in",),
-    "ice": ("on",),
-    "city": ("in",),
-    "highway": ("on",),
-    "house": ("in",),
-    "train": ("on",),
-    "corner": ("on",),
-    "ocean": ("in",),
-    "bar": ("at",),
-    "mall": ("at", "in"),
-    "school": ("at",),
-    "club": ("at", "in"),
-    "car": ("in",),
-}
-
-
-@dataclass(frozen=True)
-class Action:
-    """A verb with the typed arguments it takes in the synthetic world."""
-
-    verb: str
-    objects: tuple[str, ...] = ()  # empty: the action has no object
-    prep: str = ""  # links the verb to its object ("sits on a bench")
-    tools: tuple[str, ...] = ()
-    tool_prep: str = "with"
-    places: tuple[str, ...] = ()
-    place_prep: str = ""  # overrides the place's own prepositions ("swims in the lake")
-    agents: tuple[str, ...] = EVERYONE
-    motion: str = "still"  # still, seated, upright, moving or resting: which postures fit it
-
-
-COOKS = ("chef", "man", "woman", "girl", "boy")
-ACTIONS = (
-    Action(
-        "throw",
-        ("ball", "frisbee", "stick", "stone", "snowball"),
-        places=("park", "beach", "field", "yard"),
-        agents=EVERYONE + ("player",),
-        motion="upright",
-    ),
-    Action(
-        "catch",
-        ("ball", "frisbee", "stick"),
-        places=("park", "beach", "field", "yard"),
-        agents=EVERYONE + ("player", "dog"),
-        motion="upright",
-    ),
-    Action(
-        "kick",
-        ("ball",),
-        places=("field", "park", "street", "yard", "beach"),
-        agents=EVERYONE + ("player",),
-        motion="moving",
-    ),
-    Action(
-        "hit",
-        ("ball",),
-        tools=("bat", "racket", "stick"),
-        places=("field", "court", "park"),
-        agents=("player", "boy", "girl", "man", "woman"),
-        motion="upright",
-    ),
-    Action(
-        "score",
-        ("goal", "point"),
-        places=("field", "stadium", "court"),
-        agents=("player", "boy", "girl", "team"),
-        motion="moving",
-    ),
-    Action(
-        "cheer",
-        ("team", "player"),
-        prep="for",
-        places=("stadium", "field", "court"),
-        agents=("crowd", "fan", "family", "girl", "boy"),
-        motion="upright",
-    ),
-    Action(
-        "cut",
-        ("bread", "cake", "onion", "tomato", "apple", "cheese"),
-        tools=("knife",),
-        places=("kitchen", "table"),
-        agents=COOKS,
-        motion="upright",
-    ),
-    Action(
-        "chop",
-        ("onion", "carrot", "vegetable", "potato"),
-        tools=("knife",),
-        places=("kitchen", "restaurant"),
-        agents=COOKS,
-        motion="upright",
-    ),
-    Action(
-        "chop",
-        ("wood", "log"),
-        tools=("axe",),
-        places=("yard", "forest", "farm"),
-        agents=("man", "woman", "farmer", "worker"),
-        motion="upright",
-    ),
-    Action(
-        "cook",
-        ("egg", "pasta", "soup", "rice", "vegetable", "meal"),
-        tools=("pan", "pot"),
-        tool_prep="in",
-        places=("kitchen", "restaurant"),
-        agents=COOKS,
-        motion="upright",
-    ),
-    Action(
-        "bake",
-        ("cake", "bread", "cookie", "pie", "pizza"),
-        tools=("oven",),
-        tool_prep="in",
-        places=("kitchen", "bakery"),
-        agents=COOKS,
-        motion="upright",
-    ),
-    Action(
-        "eat",
-        ("soup", "salad", "pasta", "rice", "cake"),
-        tools=("spoon", "fork"),
-        places=("kitchen", "restaurant", "table", "cafe"),
-        agents=EVERYONE + ("family",),
-    ),
-    Action(
-        "eat",
-        ("sandwich", "apple", "banana", "pizza", "cookie"),
-        places=("park", "beach", "kitchen", "cafe", "table"),
-        agents=EVERYONE + ("family",),
-    ),
-    Action(
-        "eat",
-        ("grass", "hay", "apple", "carrot"),
-        places=("field", "farm", "barn"),
-        agents=("horse", "cow", "goat", "sheep"),
-    ),
-    Action("chew", ("bone", "stick", "shoe"), places=("yard", "garden", "park", "room"), agents=("dog",)),
-    Action(
-        "drink",
-        ("coffee", "tea", "water", "juice", "milk"),
-        tools=("cup", "glass", "mug", "bottle"),
-        tool_prep="from",
-        places=("cafe", "kitchen", "table", "office", "park"),
-    ),
-    Action(
-        "pour",
-        ("water", "milk", "coffee", "juice", "tea"),
-        tools=("glass", "cup", "mug"),
-        tool_prep="into",
-        places=("kitchen", "table", "restaurant", "bar", "cafe"),
-        agents=EVERYONE + ("waiter", "chef"),
-        motion="upright",
-    ),
-    Action(
-        "serve",
-        ("food", "meal", "coffee", "tea", "pizza", "soup", "dinner"),
-        places=("restaurant", "cafe", "table", "party"),
-        agents=("waiter", "chef", "man", "woman"),
-        motion="upright",
-    ),
-    Action(
-        "ride",
-        ("bike", "horse", "skateboard", "motorcycle", "scooter"),
-        places=("street", "park", "road", "trail", "beach", "field"),
-        motion="moving",
-    ),
-    Action("walk", ("dog",), places=("park", "street", "beach", "trail"), motion="moving"),
-    Action(
-        "play",
-        ("guitar", "piano", "violin", "drum"),
-        places=("stage", "street", "park", "room", "church"),
-        agents=EVERYONE + ("musician",),
-    ),
-    Action(
-        "play",
-        ("soccer", "frisbee"),
-        places=("field", "park", "beach", "yard"),
-        agents=EVERYONE + ("team", "player"),
-        motion="moving",
-    ),
-    Action(
-        "play",
-        ("tennis", "basketball", "volleyball"),
-        places=("court", "beach", "gym", "park"),
-        agents=EVERYONE + ("team", "player"),
-        motion="moving",
-    ),
-    Action("play", ("chess", "game"), places=("table", "park", "room", "cafe")),
-    Action(
-        "read",
-        ("book", "newspaper", "letter", "magazine", "map"),
-        places=("library", "park", "room", "garden", "train", "cafe"),
-        agents=EVERYONE + ("teacher",),
-    ),
-    Action(
-        "write",
-        ("letter", "note", "story", "poem"),
-        tools=("pen", "pencil"),
-        places=("desk", "table", "office", "classroom", "library"),
-        agents=EVERYONE + ("teacher",),
-    ),
-    Action(
-        "type",
-        ("email", "message", "letter"),
-        tools=("keyboard", "computer", "laptop"),
-        tool_prep="on",
-        places=("office", "desk", "library", "cafe"),
-        agents=EVERYONE + ("worker",),
-    ),
-    Action(
-        "teach",
-        ("class", "student", "child"),
-        places=("classroom", "school", "library"),
-        agents=("teacher", "man", "woman"),
-        motion="upright",
-    ),
-    Action(
-        "paint",
-        ("wall", "fence", "picture", "door", "boat", "house"),
-        tools=("brush", "roller"),
-        places=("room", "yard", "garden", "studio"),
-        agents=EVERYONE + ("worker", "artist"),
-        motion="upright",
-    ),
-    Action(
-        "wash",
-        ("dish", "cup", "plate", "pan"),
-        tools=("sponge", "cloth"),
-        places=("kitchen", "restaurant"),
-        motion="upright",
-    ),
-    Action(
-        "wash",
-        ("car", "dog", "window", "bike"),
-        tools=("hose", "sponge"),
-        places=("yard", "garage", "driveway", "street"),
-        motion="upright",
-    ),
-    Action(
-        "clean",
-        ("table", "window", "floor", "mirror", "desk"),
-        tools=("cloth", "sponge", "towel"),
-        places=("house", "office", "hotel", "room"),
-        agents=EVERYONE + ("worker",),
-        motion="upright",
-    ),
-    Action(
-        "sweep",
-        ("floor", "porch", "leaf", "path"),
-        tools=("broom",),
-        places=("kitchen", "room", "shop", "yard", "house"),
-        agents=EVERYONE + ("worker",),
-        motion="upright",
-    ),
-    Action(
-        "mow",
-        ("lawn", "grass"),
-        tools=("mower",),
-        places=("yard", "garden", "park"),
-        agents=("man", "woman", "boy", "girl", "gardener", "worker"),
-        motion="moving",
-    ),
-    Action(
-        "climb",
-        ("tree", "ladder", "fence", "wall"),
-        places=("park", "yard", "garden", "forest"),
-        agents=EVERYONE + ("cat",),
-        motion="moving",
-    ),
-    Action(
-        "climb", ("mountain", "hill", "rock", "cliff"), tools=("rope",), agents=EVERYONE + ("climber",), motion="moving"
-    ),
-    Action(
-        "swim",
-        places=("lake", "pool", "river", "sea", "pond"),
-        place_prep="in",
-        agents=EVERYONE + ("dog", "duck", "swimmer"),
-        motion="moving",
-    ),
-    Action(
-        "run",
-        places=("track", "beach", "street", "park", "field", "trail"),
-        agents=EVERYONE + ("dog", "horse", "player", "runner"),
-        motion="moving",
-    ),
-    Action(
-        "jump",
-        ("fence", "puddle", "log", "wave", "rope"),
-        prep="over",
-        places=("park", "field", "street", "beach", "yard"),
-        agents=EVERYONE + ("dog", "horse"),
-        motion="moving",
-    ),
-    Action(
-        "hike", places=("trail", "mountain", "forest", "hill"), agents=EVERYONE + ("tourist", "family"), motion="moving"
-    ),
-    Action("ski", places=("mountain", "slope", "hill", "snow"), agents=EVERYONE + ("skier",), motion="moving"),
-    Action("skate", places=("rink", "ice", "park", "street"), agents=EVERYONE + ("skater",), motion="moving"),
-    Action(
-        "surf",
-        ("wave",),
-        tools=("board",),
-        tool_prep="on",
-        places=("beach", "ocean"),
-        agents=EVERYONE + ("surfer",),
-        motion="moving",
-    ),
-    Action("row", ("boat",), places=("lake", "river", "pond"), place_prep="on", motion="moving"),
-    Action(
-        "plant",
-        ("tree", "flower", "seed", "bush"),
-        tools=("shovel",),
-        places=("garden", "yard", "field", "park"),
-        agents=EVERYONE + ("farmer", "gardener"),
-        motion="upright",
-    ),
-    Action(
-        "dig",
-        ("hole",),
-        tools=("shovel",),
-        places=("garden", "beach", "yard", "field"),
-        agents=EVERYONE + ("dog", "farmer", "worker"),
-        motion="upright",
-    ),
-    Action(
-        "pick",
-        ("apple", "flower", "strawberry", "tomato", "berry", "orange"),
-        places=("orchard", "garden", "field", "farm"),
-        agents=EVERYONE + ("farmer",),
-        motion="upright",
-    ),
-    Action("feed", ("bird", "duck", "pigeon"), places=("park", "pond", "lake"), agents=EVERYONE + ("tourist",)),
-    Action(
-        "feed",
-        ("horse", "cow", "goat", "chicken", "sheep"),
-        places=("farm", "barn", "field", "zoo"),
-        agents=EVERYONE + ("farmer",),
-        motion="upright",
-    ),
-    Action("feed", ("dog", "cat", "baby"), places=("kitchen", "yard", "room"), agents=("man", "woman", "boy", "girl")),
-    Action("pet", ("dog", "cat", "horse", "goat"), places=("park", "farm", "yard", "zoo", "street")),
-    Action("hug", ("friend", "dog", "baby", "puppy"), places=("party", "airport", "station", "park")),
-    Action(
-        "chase",
-        ("ball", "cat", "bird", "squirrel", "duck"),
-        places=("park", "yard", "field", "street", "beach"),
-        agents=("dog", "cat", "boy", "girl", "child"),
-        motion="moving",
-    ),
-    Action(
-        "bark",
-        ("cat", "stranger", "bird", "car", "mailman"),
-        prep="at",
-        places=("yard", "street", "park", "porch"),
-        agents=("dog",),
-        motion="upright",
-    ),
-    Action(
-        "sing",
-        ("song",),
-        places=("stage", "church", "street", "park", "party"),
-        agents=EVERYONE + ("singer", "crowd"),
-        motion="upright",
-    ),
-    Action(
-        "dance",
-        places=("stage", "street", "party", "wedding", "club", "kitchen"),
-        agents=EVERYONE + ("dancer",),
-        motion="moving",
-    ),
-    Action(
-        "sit",
-        ("bench", "chair", "sofa", "rock", "step", "blanket", "grass"),
-        prep="on",
-        places=("park", "room", "garden", "beach", "porch"),
-        agents=EVERYONE + ("dog", "cat"),
-        motion="seated",
-    ),
-    Action(
-        "stand",
-        ("car", "tree", "door", "fence", "window", "table"),
-        prep="next to",
-        places=("street", "park", "room", "beach", "field"),
-        agents=EVERYONE + ("dog", "horse"),
-        motion="upright",
-    ),
-    Action(
-        "sleep",
-        ("sofa", "bed", "grass", "floor", "blanket"),
-        prep="on",
-        places=("room", "house", "park", "garden"),
-        agents=EVERYONE + ("dog", "cat", "baby"),
-        motion="resting",
-    ),
-    Action(
-        "wait",
-        ("bus", "train", "taxi", "friend"),
-        prep="for",
-        places=("station", "street", "airport", "corner"),
-        agents=EVERYONE + ("crowd", "tourist"),
-    ),
-    Action(
-        "talk",
-        ("phone",),
-        prep="on",
-        places=("street", "office", "cafe", "park", "train"),
-        agents=EVERYONE + ("worker",),
-    ),
-    Action(
-        "smile", ("camera", "baby", "friend"), prep="at", places=("party", "wedding", "park", "beach"), motion="upright"
-    ),
-    Action(
-        "look",
-        ("map", "sky", "picture", "menu", "phone"),
-        prep="at",
-        places=("street", "park", "station", "cafe", "restaurant"),
-    ),
-    Action(
-        "wear",
-        ("hat", "helmet", "jacket", "coat", "scarf", "cap"),
-        places=("party", "street", "wedding", "beach", "park"),
-        agents=EVERYONE + ("player",),
-    ),
-    Action(
-        "hold", ("umbrella", "cup", "baby", "flower", "sign", "balloon"), places=("street", "park", "station", "party")
-    ),
-    Action(
-        "open",
-        ("door", "window", "box", "gift", "bottle"),
-        places=("room", "kitchen", "office", "party"),
-        motion="upright",
-    ),
-    Action(
-        "push",
-        ("cart", "stroller", "wheelbarrow", "swing", "car"),
-        places=("street", "park", "store", "garden", "market"),
-        motion="moving",
-    ),
-    Action(
-        "pull",
-        ("rope", "cart", "wagon", "sled"),
-        places=("field", "street", "yard", "farm", "snow"),
-        agents=EVERYONE + ("horse", "dog"),
-        motion="moving",
-    ),
-    Action(
-        "carry",
-        ("bag", "box", "basket", "bucket", "suitcase", "umbrella"),
-        places=("street", "beach", "market", "station", "farm"),
-        agents=EVERYONE + ("worker",),
-        motion="moving",
-    ),
-    Action(
-        "lift",
-        ("box", "weight", "bag"),
-        places=("gym", "street", "room", "store"),
-        agents=EVERYONE + ("worker",),
-        motion="upright",
-    ),
-    Action("pack", ("bag", "suitcase", "box", "lunch"), places=("room", "car", "house", "kitchen"), motion="upright"),
-    Action(
-        "fill",
-        ("bucket",),
-        tools=("sand", "water"),
-        places=("beach", "garden", "yard"),
-        agents=("boy", "girl", "child", "man", "woman"),
-        motion="upright",
-    ),
-    Action(
-        "fill",
-        ("glass", "cup", "bottle"),
-        tools=("water", "juice", "milk"),
-        places=("kitchen", "table", "restaurant"),
-        agents=EVERYONE + ("waiter",),
-        motion="upright",
-    ),
-    Action(
-        "watch",
-        ("game", "match"),
-        places=("stadium", "field", "room", "bar"),
-        agents=EVERYONE + ("crowd", "fan", "family"),
-    ),
-    Action("watch", ("movie", "show"), places=("theater", "room", "house"), agents=EVERYONE + ("family",)),
-    Action("watch", ("sunset", "bird", "wave"), places=("beach", "park", "lake", "hill")),
-    Action("fly", ("kite",), places=("beach", "park", "field", "hill"), motion="upright"),
-    Action(
-        "sell",
-        ("fruit", "vegetable", "flower", "bread", "hat", "ticket"),
-        places=("market", "street", "store", "shop"),
-        agents=EVERYONE + ("vendor", "farmer"),
-        motion="upright",
-    ),
-    Action(
-        "buy",
-        ("fruit", "vegetable", "flower", "bread", "hat", "ticket"),
-        places=("market", "store", "shop", "mall"),
-        agents=EVERYONE + ("tourist", "customer"),
-        motion="upright",
-    ),
-    Action(
-        "fix",
-        ("car", "bike", "truck"),
-        tools=("wrench", "screwdriver"),
-        places=("garage", "street", "driveway"),
-        agents=("man", "woman", "worker", "mechanic"),
-        motion="upright",
-    ),
-    Action(
-        "fix",
-        ("chair", "fence", "table", "door"),
-        tools=("hammer", "screwdriver"),
-        places=("yard", "farm", "garage", "workshop"),
-        agents=("man", "woman", "worker", "carpenter"),
-        motion="upright",
-    ),
-    Action(
-        "build",
-        ("sandcastle",),
-        tools=("bucket", "shovel"),
-        places=("beach",),
-        agents=("boy", "girl", "child", "family"),
-        motion="upright",
-    ),
-    Action(
-        "build",
-        ("snowman",),
-        places=("yard", "park", "field", "snow"),
-        agents=("boy", "girl", "child", "family"),
-        motion="upright",
-    ),
-    Action(
-        "build",
-        ("fence", "house", "wall", "shed"),
-        tools=("hammer",),
-        places=("yard", "farm", "field"),
-        agents=("man", "woman", "worker", "carpenter"),
-        motion="upright",
-    ),
-    Action(
-        "drive",
-        ("car", "truck", "bus", "tractor", "taxi"),
-        places=("road", "street", "city", "highway", "farm"),
-        agents=("man", "woman", "driver", "farmer"),
-        motion="moving",
-    ),
-)
-
-# Actions a person can do at the same time as the main one, and which main motions they fit.
-BACKGROUND_FITS = {
-    "sit": ("still",),
-    "stand": ("still", "upright"),
-    "hold": ("still", "seated"),
-    "look": ("still", "seated"),
-    "smile": ("still", "seated", "upright", "moving"),
-    "wear": ("still", "seated", "upright", "moving", "resting"),
-}
 BACKGROUND_ACTIONS = {action.verb: action for action in ACTIONS if action.verb in BACKGROUND_FITS}
-
-
-@dataclass(frozen=True)
-class Partner:
-    """Two agents acting on the same object: the first does ``first``, the second ``second``."""
-
-    first: str
-    second: str
-    objects: tuple[str, ...]
-    second_agents: tuple[str, ...]
-
-
-EATERS = ("family", "child", "boy", "girl", "man", "woman")
-PARTNERS = (
-    Partner("throw", "catch", ("ball", "frisbee", "stick"), ("dog", "boy", "girl", "player", "man", "woman")),
-    Partner("throw", "chase", ("ball", "stick", "frisbee"), ("dog",)),
-    Partner("kick", "chase", ("ball",), ("dog", "boy", "girl", "child")),
-    Partner("hit", "catch", ("ball",), ("player", "boy", "girl")),
-    Partner("cook", "eat", ("pasta", "soup", "rice", "meal"), EATERS),
-    Partner("bake", "eat", ("cake", "bread", "cookie", "pie"), EATERS),
-    Partner("cut", "eat", ("cake", "bread", "apple", "cheese"), EATERS),
-    Partner("serve", "eat", ("meal", "pizza", "soup", "food"), EATERS + ("customer",)),
-    Partner("serve", "drink", ("coffee", "tea"), ("man", "woman", "customer", "student")),
-    Partner("pour", "drink", ("water", "milk", "coffee", "juice", "tea"), ("man", "woman", "boy", "girl", "customer")),
-    Partner("pick", "eat", ("apple", "strawberry", "berry", "orange"), ("boy", "girl", "child", "man", "woman")),
-    Partner("pick", "sell", ("apple", "flower", "tomato", "strawberry"), ("farmer", "vendor", "man", "woman")),
-    Partner(
-        "sell",
-        "buy",
-        ("fruit", "vegetable", "flower", "bread", "hat", "ticket"),
-        ("tourist", "customer", "man", "woman", "girl", "boy"),
-    ),
-    Partner(
-        "write", "read", ("letter", "note", "story", "poem"), ("teacher", "student", "girl", "boy", "man", "woman")
-    ),
-)
 # the action a partner's first agent does on a given object
 FIRST_ACTION = {(action.verb, noun): action for action in reversed(ACTIONS) for noun in action.objects}
 
@@ -1060,7 +219,7 @@ def _scene(rng: random.Random, situation: Situation) -> str:
         text = _single_scene(rng, situation, words, tense)
     if time:
         text = f"{time.capitalize()}, {_lower_first(text)}" if rng.random() < 0.5 else f"{text} {time}"
-    return f"{text[0].upper()}{text[1:]}."
+    return f"{upper_first(text)}."
 
 
 def _scene_words(rng: random.Random, situation: Situation) -> dict[str, str]:
@@ -1203,7 +362,7 @@ def _subject(rng: random.Random, noun: str, definite_ok: bool = True) -> tuple[s
         return _join(rng.choice(determiners), adjective, _plural(noun)), True
     if definite_ok and rng.random() < 0.25:
         return _join("the", adjective, noun), False
-    return _with_article(_join(adjective, noun)), False
+    return with_article(_join(adjective, noun)), False
 
 
 def _object_phrase(rng: random.Random, noun: str, plural: bool) -> str:
@@ -1216,7 +375,7 @@ def _object_phrase(rng: random.Random, noun: str, plural: bool) -> str:
         return _join(rng.choice(("", "two", "some", "the")), adjective, _plural(noun))
     if rng.random() < 0.25:
         return _join("the", adjective, noun)
-    return _with_article(_join(adjective, noun))
+    return with_article(_join(adjective, noun))
 
 
 def _tool_phrase(rng: random.Random, action: Action, tool: str | None) -> str:
@@ -1224,7 +383,7 @@ def _tool_phrase(rng: random.Random, action: Action, tool: str | None) -> str:
         return ""
     if tool in DEFINITE_NOUNS or tool in MASS_NOUNS:
         return f"{action.tool_prep} {_object_phrase(rng, tool, False)}"
-    return f"{action.tool_prep} {f'the {tool}' if rng.random() < 0.5 else _with_article(tool)}"
+    return f"{action.tool_prep} {f'the {tool}' if rng.random() < 0.5 else with_article(tool)}"
 
 
 def _place_phrase(rng: random.Random, action: Action, place: str | None) -> str:
@@ -1233,7 +392,7 @@ def _place_phrase(rng: random.Random, action: Action, place: str | None) -> str:
     preposition = action.place_prep or rng.choice(PLACE_PREPOSITIONS[place])
     if place in DEFINITE_NOUNS or rng.random() < 0.75:
         return f"{preposition} the {place}"
-    return f"{preposition} {_with_article(place)}"
+    return f"{preposition} {with_article(place)}"
 
 
 def _adjective(rng: random.Random, noun: str) -> str:
@@ -1269,15 +428,16 @@ def _verb_form(lemma: str, tense: str, plural: bool) -> str:
 
 def _verb_forms(lemma: str) -> dict[str, str]:
     past, participle = IRREGULAR_VERBS.get(lemma, (_regular_past(lemma),) * 2)
-    return {"3sg": _third_person(lemma), "past": past, "pp": participle, "ing": _present_participle(lemma)}
+    return {"3sg": _s_form(lemma), "past": past, "pp": participle, "ing": _present_participle(lemma)}
 
 
-def _third_person(lemma: str) -> str:
-    if lemma.endswith(("s", "sh", "ch", "x", "z")):
-        return lemma + "es"
-    if lemma.endswith("y") and lemma[-2] not in "aeiou":
-        return lemma[:-1] + "ies"
-    return lemma + "s"
+def _s_form(word: str) -> str:
+    """A verb's third person or a regular noun's plural: "throws", "catches", "flies", "boxes"."""
+    if word.endswith(("s", "sh", "ch", "x", "z")):
+        return word + "es"
+    if word.endswith("y") and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
 
 
 def _regular_past(lemma: str) -> str:
@@ -1299,13 +459,7 @@ def _present_participle(lemma: str) -> str:
 
 
 def _plural(noun: str) -> str:
-    if noun in IRREGULAR_PLURALS:
-        return IRREGULAR_PLURALS[noun]
-    if noun.endswith(("s", "sh", "ch", "x", "z")):
-        return noun + "es"
-    if noun.endswith("y") and noun[-2] not in "aeiou":
-        return noun[:-1] + "ies"
-    return noun + "s"
+    return IRREGULAR_PLURALS[noun] if noun in IRREGULAR_PLURALS else _s_form(noun)
 
 
 # --- text helpers --------------------------------------------------------------------
@@ -1314,10 +468,6 @@ def _plural(noun: str) -> str:
 def _join(*parts: str) -> str:
     """The non-empty parts joined by single spaces."""
     return " ".join(part for part in parts if part)
-
-
-def _with_article(phrase: str) -> str:
-    return f"{'an' if phrase[0] in 'aeiou' else 'a'} {phrase}"
 
 
 def _lower_first(text: str) -> str:

@@ -57,8 +57,31 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.tasks.english import with_article
 from lm_gym.tasks.synthetic_splits import split_request
 from lm_gym.tasks.visdial.dialogue import CANT_TELL, Dialogue, HiddenImage
+from lm_gym.tasks.visdial.synthetic_words import (
+    AUXILIARIES,
+    CAPTION_TEMPLATES,
+    COLORS,
+    IRREGULAR_PLURALS,
+    NUMBER_WORDS,
+    PERSONS,
+    POSITION_PHRASES,
+    POSITIONS,
+    SETTINGS,
+    SYNONYMS,
+    TIMES,
+    WEATHER_WORDS,
+    WEATHERS,
+    WH_WORDS,
+)
+
+# the questioners and the env import the question templates from here
+from lm_gym.tasks.visdial.synthetic_words import OPEN_QUESTIONS as OPEN_QUESTIONS
+from lm_gym.tasks.visdial.synthetic_words import SCENE_QUESTIONS as SCENE_QUESTIONS
+from lm_gym.tasks.visdial.synthetic_words import SCENE_YES_NO_QUESTIONS as SCENE_YES_NO_QUESTIONS
+from lm_gym.tasks.visdial.synthetic_words import YES_NO_QUESTIONS as YES_NO_QUESTIONS
 from lm_gym.tasks.visdial.world import rank_percentile
 
 #: Gallery size of each split when ``num_images`` is not given.
@@ -73,27 +96,6 @@ CHANGE_WEIGHTS = {"color": 4, "weather": 3, "time": 1, "position": 1, "count": 1
 MIN_IMAGES = 10
 MAX_IMAGES = 5000
 
-COLORS = ("red", "blue", "green", "yellow", "white", "black", "brown", "gray")
-POSITIONS = ("left", "middle", "right")
-POSITION_PHRASES = {"left": "on the left", "middle": "in the middle", "right": "on the right"}
-TIMES = ("day", "night")
-WEATHERS = ("clear", "cloudy", "rainy", "snowy")
-NUMBER_WORDS = (
-    "none",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-)
-PERSONS = ("man", "woman", "child")
 #: Counts of a group the caption calls "some dogs", and of a background group.
 MAIN_COUNTS = (2, 3, 4)
 BACKGROUND_COUNTS = (1, 1, 2)
@@ -101,53 +103,16 @@ BACKGROUND_COUNTS = (1, 1, 2)
 BACKGROUND_GROUPS = (3, 4, 4, 5)
 MAX_BACKGROUND_GROUPS = 5
 
-
-@dataclass(frozen=True)
-class Setting:
-    phrase: str
-    outdoor: bool
-    categories: tuple[str, ...]
-
-
-SETTINGS = {
-    "kitchen": Setting(
-        "in a kitchen", False, ("cup", "plate", "bottle", "bowl", "cat", "dog", "woman", "man", "chair", "apple")
-    ),
-    "living room": Setting(
-        "in a living room", False, ("cat", "dog", "chair", "couch", "laptop", "book", "lamp", "man", "woman", "child")
-    ),
-    "office": Setting("in an office", False, ("laptop", "chair", "book", "cup", "phone", "lamp", "man", "woman")),
-    "bedroom": Setting("in a bedroom", False, ("bed", "cat", "dog", "lamp", "book", "pillow", "child", "woman")),
-    "park": Setting(
-        "in a park", True, ("dog", "bench", "kite", "bike", "man", "woman", "child", "ball", "bird", "tree")
-    ),
-    "street": Setting("on a street", True, ("car", "bus", "truck", "bike", "man", "woman", "dog", "umbrella", "sign")),
-    "beach": Setting(
-        "on a beach", True, ("umbrella", "boat", "dog", "ball", "kite", "child", "man", "woman", "bird", "surfboard")
-    ),
-    "field": Setting("in a field", True, ("horse", "cow", "sheep", "dog", "man", "bird", "tree", "fence")),
-}
-_IRREGULAR_PLURALS = {
-    "man": "men",
-    "woman": "women",
-    "child": "children",
-    "sheep": "sheep",
-    "bus": "buses",
-    "bench": "benches",
-    "couch": "couches",
-}
 CATEGORIES = tuple(sorted({category for setting in SETTINGS.values() for category in setting.categories}))
 
 
 def plural(noun: str) -> str:
-    return _IRREGULAR_PLURALS.get(noun, noun + "s")
+    """The irregular plural of a category, else ``noun + "s"``: no spelling rules, also for the nouns of
+    a real caption that the questioners ask about ("how many glasss ...")."""
+    return IRREGULAR_PLURALS.get(noun, noun + "s")
 
 
 _SINGULARS = {plural(category): category for category in CATEGORIES}
-
-
-def with_article(noun: str) -> str:
-    return ("an " if noun[0] in "aeiou" else "a ") + noun
 
 
 @dataclass(frozen=True)
@@ -235,7 +200,6 @@ def _parse_group(part: str, main: bool, text: str) -> SceneObject:
 
 
 # ---- generation -----------------------------------------------------------------------------
-_CAPTION_TEMPLATES = ("{objects} {place}", "a photo of {objects} {place}", "a picture of {objects} {place}")
 
 
 def generate_scenes(split: str, num_images: int | None = None) -> tuple[Scene, ...]:
@@ -254,7 +218,7 @@ def generate_scenes(split: str, num_images: int | None = None) -> tuple[Scene, .
         main = rng.sample(setting.categories, rng.choice((1, 1, 2)))
         plural_flags = [rng.random() < 0.4 for _ in main]
         named = [f"some {plural(c)}" if many else with_article(c) for c, many in zip(main, plural_flags)]
-        caption = rng.choice(_CAPTION_TEMPLATES).format(objects=" and ".join(named), place=setting.phrase)
+        caption = rng.choice(CAPTION_TEMPLATES).format(objects=" and ".join(named), place=setting.phrase)
         if caption in captions:
             continue
         captions.add(caption)
@@ -357,23 +321,6 @@ def _changed_background(rng, scene: Scene) -> tuple[SceneObject, ...]:
 
 
 # ---- questions and answers ------------------------------------------------------------------
-#: Question templates of the scripted questioners and the tokenizer corpus (``{noun}``: a category).
-OPEN_QUESTIONS = ("what color is the {noun}?", "where is the {noun}?", "how many {plural} are there?")
-YES_NO_QUESTIONS = (
-    "is there {a_noun}?",
-    "is the {noun} {color}?",
-    "is the {noun} on the {side}?",
-    "are there {number} {plural}?",
-)
-SCENE_QUESTIONS = (
-    "what else is in the picture?",
-    "what is the weather like?",
-    "is it day or night?",
-    "what is on the left?",
-    "what is in the middle?",
-    "what is on the right?",
-)
-SCENE_YES_NO_QUESTIONS = ("is it sunny?", "is it daytime?", "is it raining?", "is it outdoors?", "any people?")
 
 
 def fill(template: str, noun: str, color: str = "red", side: str = "left", number: int = 2) -> str:
@@ -384,40 +331,12 @@ def fill(template: str, noun: str, color: str = "red", side: str = "left", numbe
 
 
 _WORD = re.compile(r"[a-z]+|\d+")
-_SYNONYMS = {
-    "colour": "color",
-    "colors": "color",
-    "colours": "color",
-    "colored": "color",
-    "coloured": "color",
-    "grey": "gray",
-    "center": "middle",
-    "centre": "middle",
-    "outside": "outdoors",
-    "outdoor": "outdoors",
-    "inside": "indoors",
-    "indoor": "indoors",
-    "daytime": "day",
-    "nighttime": "night",
-    "raining": "rainy",
-    "rain": "rainy",
-    "snowing": "snowy",
-    "snow": "snowy",
-    "clouds": "cloudy",
-    "overcast": "cloudy",
-    "wears": "wearing",
-    "wear": "wearing",
-    **{str(n): word for n, word in enumerate(NUMBER_WORDS) if n},
-}
 _NOUNS = {form: c for c in CATEGORIES for form in (c, plural(c))} | {
     "people": "people",
     "person": "people",
     "persons": "people",
 }
 _NUMBERS = {word: n for n, word in enumerate(NUMBER_WORDS) if n}
-_WEATHER_WORDS = ("sunny", "clear", "cloudy", "rainy", "snowy")
-_AUXILIARIES = ("is", "are", "was", "were", "does", "do", "did", "can", "could", "has", "have", "any")
-_WH = ("what", "where", "how", "which", "who")
 
 #: A parsed question: its kind, then its arguments (see :func:`parse_question`).
 Query = tuple
@@ -432,7 +351,7 @@ def parse_question(text: str) -> Query | None:
     with an auxiliary ("is", "are", "do", "can", "any", ...), has no wh-word among its first
     three words and no "or".
     """
-    words = [_SYNONYMS.get(w, w) for w in _WORD.findall(text.lower())]
+    words = [SYNONYMS.get(w, w) for w in _WORD.findall(text.lower())]
     if not words:
         return None
     has = set(words)
@@ -440,10 +359,10 @@ def parse_question(text: str) -> Query | None:
     color = next((w for w in words if w in COLORS), None)
     number = next((_NUMBERS[w] for w in words if w in _NUMBERS), None)
     position = next((w for w in words if w in POSITIONS), None)
-    weather = next((w for w in words if w in _WEATHER_WORDS), None)
+    weather = next((w for w in words if w in WEATHER_WORDS), None)
     time = next((w for w in words if w in TIMES), None)
-    wh = next((w for w in words[:3] if w in _WH), None)
-    yes_no = words[0] in _AUXILIARIES and wh is None and "or" not in has
+    wh = next((w for w in words[:3] if w in WH_WORDS), None)
+    yes_no = words[0] in AUXILIARIES and wh is None and "or" not in has
     if "how" in has and "many" in has:
         return ("count", noun) if noun else None
     if noun is not None and noun != "people" and ("color" in has or "wearing" in has):
