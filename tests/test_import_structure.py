@@ -132,4 +132,3 @@ def test_lm_gym_imports_none_of_the_packages_that_use_it():
         if name.split(".")[0] in users
     }
     assert not upward, sorted(upward)
-
