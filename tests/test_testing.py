@@ -1,7 +1,7 @@
-"""``lm_gym.testing`` on a user's own env: the README's example passes, and broken envs fail with clear messages.
+"""``lm_gym.testing`` on a user's own env: the docs' example passes, and broken envs fail with clear messages.
 
-The example is the README's code block itself (after its ``readme-example`` marker), run here,
-so the README and this test cannot drift apart.
+The example is the code block of docs/your-own-task.md itself (after its ``docs-example`` marker),
+run here, so the page and this test cannot drift apart.
 """
 
 from __future__ import annotations
@@ -25,24 +25,24 @@ from lm_gym.testing import (
     check_vector_env,
 )
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-MARKER = "<!-- readme-example: write-your-own-task -->"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "your-own-task.md"
+MARKER = "<!-- docs-example: write-your-own-task -->"
 
 
-def readme_example() -> dict:
-    """Run the README's "Write your own task" code block; its names."""
-    text = README.read_text(encoding="utf-8")
-    assert text.count(MARKER) == 1, f"README.md must hold {MARKER!r} once"
+def docs_example() -> dict:
+    """Run the docs' "Write your own task" code block; its names."""
+    text = PAGE.read_text(encoding="utf-8")
+    assert text.count(MARKER) == 1, f"docs/your-own-task.md must hold {MARKER!r} once"
     block = re.match(r"\s*```python\n(.*?)\n```", text.split(MARKER, 1)[1], re.DOTALL)
-    assert block, f"a ```python block must follow {MARKER!r} in README.md"
-    namespace = {"__name__": "readme_example"}
-    exec(compile(block.group(1), str(README), "exec"), namespace)  # noqa: S102 - the project's own README
+    assert block, f"a ```python block must follow {MARKER!r} in docs/your-own-task.md"
+    namespace = {"__name__": "docs_example"}
+    exec(compile(block.group(1), str(PAGE), "exec"), namespace)  # noqa: S102 - the project's own docs
     return namespace
 
 
 @pytest.fixture(scope="module")
 def say_the_word() -> type[TextEnv]:
-    return readme_example()["SayTheWord"]
+    return docs_example()["SayTheWord"]
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +51,8 @@ def tokenizer():
     return train_tokenizer(texts * 10, "say-the-word", vocab_size=300)
 
 
-def test_the_readme_example_passes_check_text_env(say_the_word):
-    assert issubclass(say_the_word, TextEnv)  # readme_example() ran check_text_env(SayTheWord()) itself
+def test_the_docs_example_passes_check_text_env(say_the_word):
+    assert issubclass(say_the_word, TextEnv)  # docs_example() ran check_text_env(SayTheWord()) itself
 
 
 def test_the_readme_env_passes_at_token_level_and_as_vector_envs(say_the_word, tokenizer):

@@ -18,7 +18,7 @@ from lm_gym.integrations.trl import (
     rollout_function,
 )
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "integrations.md"
 COMMONGEN = ("lm_gym/CommonGen-v0", {"source": "synthetic"})
 WORDLE = ("lm_gym/Wordle-v0", {"num_answers": 20})
 VISDIAL = ("lm_gym/VisDial-v0", {"source": "synthetic"})
@@ -206,13 +206,13 @@ def test_grpo_trainer_plays_whole_games_of_a_multi_turn_task(tmp_path, task):
     assert any(0 in mask for played in rollouts for mask in played["env_mask"])
 
 
-def test_the_readme_example_runs_as_written(tmp_path, monkeypatch):
-    """The README's "Use from TRL" block, executed (it writes under runs/trl: here, a temporary folder)."""
+def test_the_docs_example_runs_as_written(tmp_path, monkeypatch):
+    """The docs' "Use from TRL" block, executed (it writes under runs/trl: here, a temporary folder)."""
     pytest.importorskip("trl")
-    text = README.read_text(encoding="utf-8")
-    block = re.match(r"\s*```python\n(.*?)\n```", text.split("<!-- readme-example: trl -->", 1)[1], re.DOTALL)
-    assert block, "a ```python block must follow the trl marker in README.md"
+    text = PAGE.read_text(encoding="utf-8")
+    block = re.match(r"\s*```python\n(.*?)\n```", text.split("<!-- docs-example: trl -->", 1)[1], re.DOTALL)
+    assert block, "a ```python block must follow the trl marker in docs/integrations.md"
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": "readme_trl"}
-    exec(compile(block.group(1), str(README), "exec"), namespace)  # noqa: S102 - the project's own README
+    exec(compile(block.group(1), str(PAGE), "exec"), namespace)  # noqa: S102 - the project's own docs
     assert namespace["config"].max_steps == 2
