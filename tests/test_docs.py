@@ -166,3 +166,21 @@ def test_the_sb3_example_trains(tmp_path, monkeypatch):
     namespace: dict = {}
     exec(compile(docs_example("integrations.md", "sb3"), "docs/integrations.md", "exec"), namespace)  # noqa: S102
     assert namespace["venv"].num_envs == 8
+
+
+def test_the_torchrl_example_runs(monkeypatch, capsys):
+    """The "TorchRL" block of docs/integrations.md, executed: TorchRL's spec check passes."""
+    pytest.importorskip("torchrl")
+    namespace: dict = {}
+    exec(compile(docs_example("integrations.md", "torchrl"), "docs/integrations.md", "exec"), namespace)  # noqa: S102
+    assert namespace["rollout"].batch_size == (16,)
+    assert int(namespace["rollout"]["next", "done"].sum()) == 2  # two utterances of 8 tokens
+
+
+def test_the_readmes_commands_are_the_getting_started_pages():
+    """The README's two commands, which CI runs, are the ones the site gives."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    for name in ("main", "test"):
+        block = re.search(rf"<!-- {name}-command:start -->\n```bash\n(.*?)\n```", readme, re.DOTALL)
+        assert block and block.group(1) in page, name

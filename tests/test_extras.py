@@ -31,6 +31,7 @@ EXTRA_MODULES = {
     "visdial": ["h5py"],
     "sb3": ["stable_baselines3", "sb3_contrib"],
     "multi-agent": ["pettingzoo"],
+    "torchrl": ["torchrl", "tensordict"],
     "baselines": ["tyro", "wandb"],
     "benchmark": ["rliable", "arch"],  # rich: huggingface_hub brings it
     "cluster": ["ray", "submitit"],
