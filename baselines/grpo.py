@@ -48,9 +48,11 @@ import tyro
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, Rule, at_least, check_args, within
 from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
-from lm_toolkit.objectives import Stats, TurnBatch, anneal, clipped_surrogate, optimizer_step
+from lm_toolkit.optimization import anneal, optimizer_step
+from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, evaluator, play_round
 from lm_toolkit.runs import Run, setup
+from lm_toolkit.stats import Stats
 from lm_toolkit.tasks import make_vector_env, task_lengths
 
 

@@ -50,11 +50,12 @@ from torch import nn
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OfflineArgs, above, at_least, check_args, integer, one_of, optional, within
 from lm_toolkit.models import check_positions, load_policy, load_tokenizer
-from lm_toolkit.objectives import Stats, adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.offline import encode_turns, trajectories_or_references, transition_batch
+from lm_toolkit.optimization import adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.rollouts import TextPolicy, evaluator
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.sampling import Prefix
+from lm_toolkit.stats import Stats
 from lm_toolkit.tasks import make_vector_env, task_lengths
 
 HEADS_FILE = "ilql_heads.pt"

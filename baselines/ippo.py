@@ -12,11 +12,12 @@ dataset conversation, each scored on its own utterances).
   default, MAPPO's value normalisation): each value head predicts its agent's returns normalised by
   their running mean and std, so VisDial's returns near -10 do not give a value loss that swamps the
   policy's in the shared trunk (without it, the answerer's policy fell apart in a few iterations).
-* Rollouts: ``--num-envs`` copies of the parallel env play one game each per iteration. Every
-  cycle, each agent speaks in the copies where it is the active agent: one batched sampling
-  pass of its policy with the KV cache (the others hand in ``""``, which the env ignores). An
-  agent's transition is one of its utterances, rewarded with everything the agent received from
-  that cycle until its next turn (VisDial: a question is rewarded when it is answered).
+* Rollouts (``lm_toolkit.multiagent_rollouts``): ``--num-envs`` copies of the parallel env play one
+  game each per iteration. Every cycle, each agent speaks in the copies where it is the active
+  agent: one batched sampling pass of its policy with the KV cache (the others hand in ``""``,
+  which the env ignores). An agent's transition is one of its utterances, rewarded with everything
+  the agent received from that cycle until its next turn (VisDial: a question is rewarded when it
+  is answered).
 * ``--shaping-info KEY``: training rewards also get ``--shaping-coef`` x each change of a potential
   made of the env's numeric info ``KEY`` (clipped to ``--shaping-range``), the dense reward of Das et
   al. (2017), where the game's own reward is -1 a round until the cutoff. ``--shaping-potential
@@ -64,12 +65,13 @@ import tyro
 from gymnasium.wrappers.utils import RunningMeanStd
 from torch import nn
 
-from lm_gym.results import summarize_episodes
 from lm_toolkit import distributed
-from lm_toolkit.arguments import at_least, check_args, integer, one_of, within
+from lm_toolkit.arguments import at_least, check_args, integer, is_number, one_of, within
 from lm_toolkit.models import check_positions, frozen_copy, load_policy, load_tokenizer
-from lm_toolkit.objectives import TurnBatch, anneal
-from lm_toolkit.rollouts import TextPolicy, Turn, episode_uniforms, is_number
+from lm_toolkit.multiagent_rollouts import evaluate_games, play_games
+from lm_toolkit.optimization import anneal
+from lm_toolkit.policy_gradient import TurnBatch
+from lm_toolkit.rollouts import TextPolicy, Turn
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.tasks import Lengths, split_kwargs, task_lengths
 
@@ -150,10 +152,6 @@ def scripted_speaker(env, agent: str):
     return lambda observation: env.current_reference()  # a DailyDialog speaker: the dataset's utterance
 
 
-def prompt_of(agent: str, observation: str, shared: bool) -> str:
-    return f"{observation}\n{agent}:" if shared else observation
-
-
 LOG_GAP_FLOOR = 1e-3  # the log-gap potential's gap at the top: VisDial's percentile then counts down to ~5 of 5,000
 
 
@@ -169,8 +167,8 @@ class Shaping(NamedTuple):
     def value(self, info: dict) -> float:
         """The potential of a step's ``info``."""
         value = info.get(self.key)
-        if not is_number(value):
-            numbers = sorted(k for k, v in info.items() if is_number(v))
+        if not is_number(value, finite=False):
+            numbers = sorted(k for k, v in info.items() if is_number(v, finite=False))
             raise ValueError(
                 f"--shaping-info {self.key!r}: the env's info has no number of that name (its numbers: {numbers})"
             )
@@ -178,97 +176,125 @@ class Shaping(NamedTuple):
         return -math.log(self.high - clipped + LOG_GAP_FLOOR) if self.potential == "log-gap" else clipped
 
 
-def play_games(
-    envs,
-    learners: dict[str, Learner],
-    scripted: dict,
-    seeds: list[int],
-    first: int,
-    shared: bool,
-    shaping: Shaping | None = None,
-):
-    """One game per env copy: each agent's turns (its ``Turn``'s ``env`` indexes its own chain of turns:
-    copy x agent), and per game each agent's return, the number of utterances and the env's metrics, averaged
-    over the steps that report them (DailyDialog scores every utterance, VisDial the whole game). ``shaping``:
-    the turns' rewards also get its weighted changes of the potential (the returns do not)."""
-    agents = envs[0].possible_agents
-    observations, infos = zip(*(env.reset(seed=seed) for env, seed in zip(envs, seeds, strict=True)))
-    observations, infos = list(observations), list(infos)
-    if shaping is not None:
-        potential = {(who, i): shaping.value(info[who]) for i, info in enumerate(infos) for who in agents}
-    turns: dict[str, list[Turn]] = {agent: [] for agent in agents}
-    last: dict[tuple[str, int], Turn] = {}  # the latest turn of an agent in a copy: it collects the rewards
-    returns = np.zeros((len(envs), len(agents)))
-    finals: list[dict[str, float]] = [{} for _ in envs]
-    reported: list[list[dict[str, float]]] = [[] for _ in envs]
-    live, cycle = [True] * len(envs), 0
-    while any(live) and cycle < 10_000:
-        speaking: dict[str, list[int]] = {}
-        for i in np.flatnonzero(live):
-            speaking.setdefault(infos[i][envs[i].agents[0]]["active_agent"], []).append(int(i))
-        utterances: dict[int, str] = {}
-        for agent, rows in speaking.items():
-            texts = [observations[i][agent]["text"] for i in rows]
-            if agent in scripted:
-                utterances.update({i: scripted[agent][i](text) for i, text in zip(rows, texts, strict=True)})
-                continue
-            actor = learners[agent].actor
-            queries = actor.queries([prompt_of(agent, text, shared) for text in texts])
-            keys = [first + i for i in rows]
-            uniforms = episode_uniforms([seeds[i] for i in rows], keys, cycle, actor.lengths.max_new_tokens)
-            samples = actor.sample(queries, uniforms=uniforms)
-            for k, i in enumerate(rows):
-                chain = i * len(agents) + agents.index(agent)
-                turn = Turn(
-                    chain, queries[k], samples.responses[k], samples.log_probs[k], samples.values[k], None, 0, False
-                )
-                turns[agent].append(turn)
-                last[agent, i] = turn
-                utterances[i] = actor.tokenizer.decode(samples.responses[k], skip_special_tokens=True)
-        for i, utterance in utterances.items():
-            agent = infos[i][envs[i].agents[0]]["active_agent"]
-            limit = envs[i].action_space(agent).max_length
-            observations[i], rewards, terminations, truncations, infos[i] = envs[i].step({agent: utterance[:limit]})
-            metrics = infos[i][agent].get("metrics", {})
-            numeric = {k: float(v) for k, v in metrics.items() if is_number(v)}
-            if numeric:
-                reported[i].append(numeric)
-            for who, reward in rewards.items():
-                returns[i, agents.index(who)] += reward
-                if shaping is not None and shaping.key in infos[i][who]:
-                    before, potential[who, i] = potential[who, i], shaping.value(infos[i][who])
-                    reward += shaping.weight * (potential[who, i] - before)
-                if (who, i) in last:
-                    last[who, i].reward += reward
-            if any(terminations.values()) or any(truncations.values()):
-                live[i] = False
-                names = {name for step in reported[i] for name in step}
-                finals[i] = {name: float(np.mean([m[name] for m in reported[i] if name in m])) for name in names}
-                finals[i]["utterances"] = envs[i].num_cycles
-                for who in agents:
-                    if (who, i) in last:
-                        last[who, i].done = True
-        cycle += 1
-    return turns, returns, finals
+def multiagent_env(env_id: str):
+    """The ``lm_gym.multiagent`` module of ``env_id``'s task (its ``parallel_env``)."""
+    if env_id not in MULTI_AGENT_ENVS:
+        raise ValueError(f"--env-id must be one of {sorted(MULTI_AGENT_ENVS)} (their lm_gym.multiagent versions)")
+    return importlib.import_module(f"lm_gym.multiagent.{MULTI_AGENT_ENVS[env_id]}")
 
 
-def evaluate(envs, learners, scripted, args: Args) -> tuple[dict[str, float], list]:
-    """``--eval-episodes`` validation games: the joint return, each agent's return and the env's metrics;
-    ``(None, [])`` without games."""
-    if args.eval_episodes == 0:
-        return None, []
-    returns, metrics = [], []
-    agents = envs[0].possible_agents
-    for first in range(0, args.eval_episodes, len(envs)):
-        count = min(len(envs), args.eval_episodes - first)
-        seeds = [args.eval_seed + first + j for j in range(len(envs))]
-        _, game_returns, finals = play_games(envs, learners, scripted, seeds, first, args.shared_policy)
-        for j in range(count):
-            per_agent = {f"{agent}_return": game_returns[j, a] for a, agent in enumerate(agents)}
-            utterance_reward = game_returns[j].sum() / max(1, finals[j]["utterances"])
-            returns.append(float(game_returns[j].mean()))
-            metrics.append({**per_agent, **finals[j], "utterance_reward": utterance_reward})
-    return summarize_episodes(returns, metrics), []
+def make_envs(env_module, args: Args, env_kwargs: dict[str, Any], split: str, count: int) -> list:
+    """``count`` copies of the task's parallel env on ``split``, its games truncated after ``--max-cycles``."""
+    kwargs = {**env_kwargs, "max_cycles": args.max_cycles}
+    return [env_module.parallel_env(**split_kwargs(args.env_id, kwargs, split)) for _ in range(count)]
+
+
+def reward_shaping(args: Args, env) -> Shaping | None:
+    """``--shaping-info``'s shaping, its info checked on a reset of ``env`` (before any model loads)."""
+    if args.shaping_info is None:
+        return None
+    low, high = args.shaping_range
+    if not low < high:
+        raise ValueError(f"--shaping-range takes LOW HIGH with LOW < HIGH, got {args.shaping_range}")
+    shaping = Shaping(
+        key=args.shaping_info, weight=args.shaping_coef, low=low, high=high, potential=args.shaping_potential
+    )
+    shaping.value(env.reset(seed=args.seed)[1][env.possible_agents[0]])
+    return shaping
+
+
+def warm_starts(args: Args, agents: list[str]) -> dict[str, str]:
+    """``--warm-start``'s checkpoint per agent, once ``--warm-start`` and ``--scripted`` are found to name agents of
+    the env and to leave one learning."""
+    if any("=" not in entry for entry in args.warm_start):
+        raise ValueError(f"--warm-start takes AGENT=CHECKPOINT entries, got {list(args.warm_start)}")
+    warm = dict(entry.split("=", 1) for entry in args.warm_start)
+    if set(args.scripted) - set(agents) or set(warm) - set(agents) or set(args.scripted) >= set(agents):
+        raise ValueError(f"--scripted and --warm-start name agents of {agents}, and at least one agent must learn")
+    return warm
+
+
+def policy_sources(args: Args, run: Run, owners: list[list[str]], warm: dict[str, str]) -> list[str | None]:
+    """Where each policy loads from: resuming, the checkpoint (the first policy at its root, the others in their
+    first agent's folder); else its first agent's ``--warm-start``, or ``--init-from``."""
+    if run.resuming:
+        return [str(run.checkpoint_dir / (owner[0] if k else "")) for k, owner in enumerate(owners)]
+    return [warm.get(owner[0], args.init_from) for owner in owners]
+
+
+def make_learners(args: Args, run: Run, owners, sources, model_config, tokenizer, lengths, device) -> list[Learner]:
+    """Per owner (the agents one policy plays): the policy with a value head on its last hidden states, its frozen
+    reference and its optimizer, as ``ppo.py`` builds them."""
+    learners = []
+    for owner, source in zip(owners, sources, strict=True):
+        policy = load_policy(source, model_config, tokenizer, args.seed).to(device).eval()
+        check_positions(policy, lengths.max_prompt_length, lengths.max_new_tokens)
+        reference = frozen_copy(policy, run.checkpoint_dir / f"{owner[0]}-reference" if run.resuming else None)
+        value_head = nn.Linear(policy.config.hidden_size, 1).to(device)
+        nn.init.zeros_(value_head.weight)
+        nn.init.zeros_(value_head.bias)
+        parameters = [*policy.parameters(), *value_head.parameters()]
+        learners.append(
+            Learner(
+                actor=TextPolicy(policy, tokenizer, lengths, args.temperature, value_head),
+                reference=reference,
+                optimizer=torch.optim.AdamW(parameters, lr=args.learning_rate, eps=1e-5),
+                parameters=parameters,
+                kl_coef=args.kl_coef,
+                agents=owner,
+                returns=RunningMeanStd(shape=()) if args.value_norm else None,
+            )
+        )
+    return learners
+
+
+def trainer_state(learners: list[Learner]) -> dict[str, dict]:
+    """What a checkpoint keeps of each learner beside its models, under its first agent's name."""
+    return {
+        learner.agents[0]: {
+            "value_head": learner.actor.value_head.state_dict(),
+            "optimizer": learner.optimizer.state_dict(),
+            "kl_coef": learner.kl_coef,
+            "returns": moments_state(learner.returns),
+        }
+        for learner in learners
+    }
+
+
+def restore(learners: list[Learner], state: dict[str, dict]) -> None:
+    """The learners as :func:`trainer_state` saved them."""
+    for learner in learners:
+        saved = state[learner.agents[0]]
+        learner.actor.value_head.load_state_dict(saved["value_head"])
+        learner.optimizer.load_state_dict(saved["optimizer"])
+        learner.kl_coef = saved["kl_coef"]
+        if learner.returns is not None:
+            learner.returns.mean, learner.returns.var, learner.returns.count = saved["returns"]
+
+
+def update_learner(learner: Learner, turns: list[Turn], name: str, args: Args, device, autocast) -> dict[str, float]:
+    """``ppo.py``'s advantages, update and KL controller on one policy's ``turns``; with ``--value-norm`` the value
+    head learns its targets in the units of their running moments. Returns the curves' entries, named ``name_*``."""
+    batch = TurnBatch.of(turns, learner.actor.tokenizer.pad_token_id, device)
+    head_values = batch.old_values  # the value head's outputs, in the units of the moments so far
+    batch.old_values = normalised(head_values, learner.returns, inverse=True)
+    with autocast:
+        advantages, targets, kl = ppo.advantages_and_returns(
+            learner.actor, learner.reference, batch, turns, learner.kl_coef, args
+        )
+        if learner.returns is not None:  # the moments of every process's targets, then the targets in them
+            mask = batch.response_mask.bool()
+            learner.returns.update(np.concatenate(distributed.gather(targets[mask].cpu().numpy())))
+            batch.old_values, targets = head_values, normalised(targets, learner.returns)
+        stats = ppo.update(
+            learner.actor, learner.optimizer, learner.parameters, batch, turns, advantages, targets, args
+        )
+    learner.kl_coef, mean_kl = ppo.adapt_kl_coef(learner.kl_coef, kl, len(turns), args)
+    return {
+        f"{name}_kl": mean_kl,
+        f"{name}_kl_coef": learner.kl_coef,
+        **{f"{name}_{key}": value for key, value in stats.means().items()},
+    }
 
 
 def main(args: Args) -> dict:
@@ -283,9 +309,7 @@ def main(args: Args) -> dict:
         max_cycles=integer(2),
         shaping_potential=one_of("clipped", "log-gap"),
     )
-    if args.env_id not in MULTI_AGENT_ENVS:
-        raise ValueError(f"--env-id must be one of {sorted(MULTI_AGENT_ENVS)} (their lm_gym.multiagent versions)")
-    module = importlib.import_module(f"lm_gym.multiagent.{MULTI_AGENT_ENVS[args.env_id]}")
+    env_module = multiagent_env(args.env_id)
     lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens)
     lengths = Lengths(args.max_prompt_length, lengths.max_new_tokens, lengths.min_new_tokens, "left")
     device, autocast = setup(args)
@@ -297,128 +321,68 @@ def main(args: Args) -> dict:
         raise ValueError(
             f"--num-minibatches ({args.num_minibatches}) must be at most the games per process ({num_envs})"
         )
-    kwargs = {**env_kwargs, "max_cycles": args.max_cycles}
-    train_envs = [module.parallel_env(**split_kwargs(args.env_id, kwargs, "train")) for _ in range(num_envs)]
-    eval_envs = [
-        module.parallel_env(**split_kwargs(args.env_id, kwargs, "validation")) for _ in range(args.eval_batch_size)
-    ]
+    train_envs = make_envs(env_module, args, env_kwargs, "train", num_envs)
+    eval_envs = make_envs(env_module, args, env_kwargs, "validation", args.eval_batch_size)
     agents = train_envs[0].possible_agents
-    shaping = None
-    if args.shaping_info is not None:  # refused before any model loads
-        if not args.shaping_range[0] < args.shaping_range[1]:
-            raise ValueError(f"--shaping-range takes LOW HIGH with LOW < HIGH, got {args.shaping_range}")
-        shaping = Shaping(args.shaping_info, args.shaping_coef, *args.shaping_range, args.shaping_potential)
-        shaping.value(train_envs[0].reset(seed=args.seed)[1][agents[0]])
-    if any("=" not in entry for entry in args.warm_start):
-        raise ValueError(f"--warm-start takes AGENT=CHECKPOINT entries, got {list(args.warm_start)}")
-    warm = dict(entry.split("=", 1) for entry in args.warm_start)
-    if set(args.scripted) - set(agents) or set(warm) - set(agents) or set(args.scripted) >= set(agents):
-        raise ValueError(f"--scripted and --warm-start name agents of {agents}, and at least one agent must learn")
+    shaping = reward_shaping(args, train_envs[0])
+    warm = warm_starts(args, agents)
     scripted = {a: [scripted_speaker(e, a) for e in train_envs] for a in args.scripted}
     eval_scripted = {a: [scripted_speaker(e, a) for e in eval_envs] for a in args.scripted}
 
     # Models: a policy with a value head per learning agent (one for all with --shared-policy), its reference.
     learning = [agent for agent in agents if agent not in scripted]
     owners = [learning] if args.shared_policy else [[agent] for agent in learning]
-
-    def source(k: int, agent: str) -> str | None:  # resuming: the first policy at the checkpoint's root
-        return str(run.checkpoint_dir / (agent if k else "")) if run.resuming else warm.get(agent, args.init_from)
-
-    tokenizer = load_tokenizer(train_envs[0].task, source(0, learning[0]))
-    learners: dict[str, Learner] = {}
-    for k, owner in enumerate(owners):
-        policy = load_policy(source(k, owner[0]), model_config, tokenizer, args.seed).to(device).eval()
-        check_positions(policy, lengths.max_prompt_length, lengths.max_new_tokens)
-        reference = frozen_copy(policy, run.checkpoint_dir / f"{owner[0]}-reference" if run.resuming else None)
-        value_head = nn.Linear(policy.config.hidden_size, 1).to(device)
-        nn.init.zeros_(value_head.weight)
-        nn.init.zeros_(value_head.bias)
-        parameters = [*policy.parameters(), *value_head.parameters()]
-        optimizer = torch.optim.AdamW(parameters, lr=args.learning_rate, eps=1e-5)
-        actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head)
-        moments = RunningMeanStd(shape=()) if args.value_norm else None
-        learner = Learner(actor, reference, optimizer, parameters, args.kl_coef, owner, moments)
-        learners.update(dict.fromkeys(owner, learner))
-    unique = list({id(learner): learner for learner in learners.values()}.values())
+    sources = policy_sources(args, run, owners, warm)
+    tokenizer = load_tokenizer(train_envs[0].task, sources[0])
+    learners = make_learners(args, run, owners, sources, model_config, tokenizer, lengths, device)
     if run.resuming:
-        state = run.restore()
-        for learner in unique:
-            saved = state[learner.agents[0]]
-            learner.actor.value_head.load_state_dict(saved["value_head"])
-            learner.optimizer.load_state_dict(saved["optimizer"])
-            learner.kl_coef = saved["kl_coef"]
-            if learner.returns is not None:
-                learner.returns.mean, learner.returns.var, learner.returns.count = saved["returns"]
+        restore(learners, run.restore())
+    policies = {agent: learner.actor for learner in learners for agent in learner.agents}
 
     def evaluation():
         with autocast:
-            return evaluate(eval_envs, learners, eval_scripted, args)
+            return evaluate_games(
+                eval_envs, policies, eval_scripted, args.eval_episodes, args.eval_seed, args.shared_policy
+            )
 
-    def save() -> None:
-        first, *others = unique
+    def save() -> None:  # the first policy at the checkpoint's root, the others and the references by name
+        first, *others = learners
         models = {learner.agents[0]: learner.actor.model for learner in others}
-        models |= {f"{learner.agents[0]}-reference": learner.reference for learner in unique}
-        state = {
-            learner.agents[0]: {
-                "value_head": learner.actor.value_head.state_dict(),
-                "optimizer": learner.optimizer.state_dict(),
-                "kl_coef": learner.kl_coef,
-                "returns": moments_state(learner.returns),
-            }
-            for learner in unique
-        }
-        frozen = [name for name in models if name.endswith("-reference")]
-        run.save(first.actor.model, tokenizer, state, models=models, frozen=frozen)
+        models |= {f"{learner.agents[0]}-reference": learner.reference for learner in learners}
+        frozen = [f"{learner.agents[0]}-reference" for learner in learners]
+        run.save(first.actor.model, tokenizer, trainer_state(learners), models=models, frozen=frozen)
 
     names = "shared policy" if args.shared_policy else ", ".join(learning)
     run.begin(
-        [learner.actor.model for learner in unique],
+        [learner.actor.model for learner in learners],
         f"{args.num_envs} games x {args.iterations} iterations, learning: {names}",
         evaluation,
     )
     for iteration in run.steps(args.iterations):
-        for learner in unique:
+        for learner in learners:
             anneal(learner.optimizer, args.learning_rate, iteration, args.iterations, args.anneal_lr)
 
         # ---- rollout: one game per copy, every cycle one batched sampling pass per speaking agent
         iteration_start = time.time()
         seeds = [args.seed * 1_000_003 + iteration * args.num_envs + first_env + i for i in range(num_envs)]
         with autocast:
-            turns, returns, finals = play_games(
-                train_envs, learners, scripted, seeds, first_env, args.shared_policy, shaping
-            )
+            games = play_games(train_envs, policies, scripted, seeds, first_env, args.shared_policy, shaping)
         rollout_seconds = time.time() - iteration_start
 
         # ---- each policy's PPO update on its own agents' turns
         row: dict[str, float] = {}
-        for learner in unique:
-            own = [turn for agent in learner.agents for turn in turns[agent]]
-            batch = TurnBatch.of(own, tokenizer.pad_token_id, device)
-            head_values = batch.old_values  # the value head's outputs, in the units of the moments so far
-            batch.old_values = normalised(head_values, learner.returns, inverse=True)
-            with autocast:
-                advantages, targets, kl = ppo.advantages_and_returns(
-                    learner.actor, learner.reference, batch, own, learner.kl_coef, args
-                )
-                if learner.returns is not None:  # the moments of every process's targets, then the targets in them
-                    mask = batch.response_mask.bool()
-                    learner.returns.update(np.concatenate(distributed.gather(targets[mask].cpu().numpy())))
-                    batch.old_values, targets = head_values, normalised(targets, learner.returns)
-                stats = ppo.update(
-                    learner.actor, learner.optimizer, learner.parameters, batch, own, advantages, targets, args
-                )
-            learner.kl_coef, mean_kl = ppo.adapt_kl_coef(learner.kl_coef, kl, len(own), args)
+        for learner in learners:
+            own = [turn for agent in learner.agents for turn in games.turns[agent]]
             name = "shared" if args.shared_policy else learner.agents[0]
-            row |= {f"{name}_kl": mean_kl, f"{name}_kl_coef": learner.kl_coef}
-            row |= {f"{name}_{key}": value for key, value in stats.means().items()}
-        every = np.concatenate(distributed.gather(returns))
+            row |= update_learner(learner, own, name, args, device, autocast)
+        every = np.concatenate(distributed.gather(games.returns))
         row |= {
             "mean_return": float(every.mean()),
             "seconds": time.time() - iteration_start,
             "rollout_seconds": rollout_seconds,
         }
         row |= {f"mean_{agent}_return": float(every[:, a].mean()) for a, agent in enumerate(agents)}
-        tokens = sum(len(turn.response) for agent_turns in turns.values() for turn in agent_turns)
+        tokens = sum(len(turn.response) for agent_turns in games.turns.values() for turn in agent_turns)
         run.count(tokens=tokens, token_seconds=rollout_seconds, episodes=len(every), episode_seconds=row["seconds"])
         if run.end_step(row, evaluate=evaluation, save=save, show=("mean_return",)):
             break

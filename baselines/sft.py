@@ -56,10 +56,11 @@ import tyro
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OfflineArgs, Rule, check_args, integer, optional, within
 from lm_toolkit.models import check_positions, load_policy, load_tokenizer
-from lm_toolkit.objectives import Stats, adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.offline import load_offline_dataset
+from lm_toolkit.optimization import adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.rollouts import TextPolicy, evaluator
 from lm_toolkit.runs import Run, setup
+from lm_toolkit.stats import Stats
 from lm_toolkit.tasks import make_vector_env, task_lengths
 from lm_toolkit.tokens import encode_prompts, encode_targets, supervised_batch
 

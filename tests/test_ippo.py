@@ -17,6 +17,7 @@ from lm_gym.multiagent.demonstrations import demonstrations, play_game  # noqa: 
 from lm_gym.offline import load_trajectories, save_trajectories  # noqa: E402
 from lm_gym.results import load_result  # noqa: E402
 from lm_gym.tasks.visdial.policies import InformativeQuestioner, SceneTextAnswerer  # noqa: E402
+from lm_toolkit.multiagent_rollouts import play_games  # noqa: E402
 
 GPT2 = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 1024}'
 AGENTS = {"lm_gym/VisDial-v0": ["questioner", "answerer"], "lm_gym/DailyDialog-v0": ["speaker_0", "speaker_1"]}
@@ -130,7 +131,7 @@ def test_a_games_metrics_are_the_mean_over_the_utterances_the_env_scores():
         "speaker_0": [ippo.scripted_speaker(env, "speaker_0") for env in envs],
         "speaker_1": [lambda observation: "okay , thank you ."] * 2,
     }
-    _, returns, finals = ippo.play_games(envs, {}, speakers, seeds=[0, 1], first=0, shared=False)
+    _, returns, finals = play_games(envs, {}, speakers, seeds=[0, 1], first_env=0, shared_policy=False)
     env, meteors, done = dailydialog_v0.parallel_env(source="synthetic"), [], False
     _, infos = env.reset(seed=1)
     while not done:  # game 1 again, by hand
@@ -143,7 +144,7 @@ def test_a_games_metrics_are_the_mean_over_the_utterances_the_env_scores():
     assert finals[1]["meteor"] == pytest.approx(sum(meteors) / len(meteors))  # every utterance, not the last
     pair = [visdial_v0.parallel_env() for _ in range(2)]
     scripted = {"questioner": [InformativeQuestioner()] * 2, "answerer": [SceneTextAnswerer()] * 2}
-    _, returns, finals = ippo.play_games(pair, {}, scripted, seeds=[0, 1], first=0, shared=False)
+    _, returns, finals = play_games(pair, {}, scripted, seeds=[0, 1], first_env=0, shared_policy=False)
     assert [final["return"] for final in finals] == pytest.approx(list(returns[:, 0]))  # VisDial scores the game once
 
 
@@ -196,10 +197,10 @@ def test_shaping_adds_the_info_changes_to_the_learners_turns_only(tmp_path):
     lengths = ippo.Lengths(384, lengths.max_new_tokens, lengths.min_new_tokens, "left")
     policy = ippo.load_policy(None, json.loads(GPT2), tokenizer, 0).eval()
     actor = ippo.TextPolicy(policy, tokenizer, lengths, 1.0, torch.nn.Linear(policy.config.hidden_size, 1))
-    learners = {"answerer": ippo.Learner(actor, None, None, [], 0.0, ["answerer"])}
+    policies = {"answerer": actor}
     scripted = {"questioner": [InformativeQuestioner() for _ in envs]}
     games = {
-        shaping: ippo.play_games(envs, learners, scripted, [4, 5, 6], 0, False, shaping)
+        shaping: play_games(envs, policies, scripted, [4, 5, 6], 0, False, shaping)
         for shaping in (
             None,
             ippo.Shaping("percentile_gain", 10.0, -1.0, 1.0),
@@ -230,7 +231,7 @@ def test_shaping_adds_the_info_changes_to_the_learners_turns_only(tmp_path):
         gap = 1.0 - final["final_percentile"] + ippo.LOG_GAP_FLOOR
         assert log_bonus[chains == 2 * game + 1].sum() == pytest.approx(2.0 * np.log(0.501 / gap))
     with pytest.raises(ValueError, match=r"--shaping-info 'rank'.*percentile_gain"):
-        ippo.play_games(envs, learners, scripted, [4, 5, 6], 0, False, ippo.Shaping("rank", 1.0, -1.0, 1.0))
+        play_games(envs, policies, scripted, [4, 5, 6], 0, False, ippo.Shaping("rank", 1.0, -1.0, 1.0))
     common = dict(model_config=GPT2, num_envs=2, num_minibatches=1, eval_episodes=0, out_dir=str(tmp_path))
     with pytest.raises(ValueError, match=r"--shaping-info 'rank'.*percentile_gain"):
         ippo.main(ippo.Args(**common, shaping_info="rank"))

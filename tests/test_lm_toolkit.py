@@ -184,6 +184,23 @@ def test_flags_out_of_range_are_named():
     with pytest.raises(ValueError, match=r"--group-size must be in \[2, 8\]"):
         arguments.check_flags(type("A", (), {"group_size": 1})(), group_size=arguments.within(2, 8))
 
+    with pytest.raises(ValueError, match=r"--temperature must be > 0, got nan"):
+        arguments.check_args(arguments.OnlineArgs(temperature=float("nan")), "x.py")
+    with pytest.raises(ValueError, match=r"--clip-coef must be > 0, got inf"):
+        arguments.check_args(arguments.OnlineArgs(clip_coef=float("inf")), "x.py")
+
+
+def test_flags_must_be_finite_numbers_while_env_metrics_keep_nan():
+    """One ``is_number``: a flag's range check refuses NaN and infinities; an env's metrics keep them."""
+    for value in (1, 0.5, np.float32(0.5), np.int64(3)):
+        assert arguments.is_number(value, finite=True) and arguments.is_number(value, finite=False)
+    for value in (float("nan"), float("inf")):
+        assert arguments.is_number(value, finite=False) and not arguments.is_number(value, finite=True)
+    for value in (True, "1", None, [1.0]):
+        assert not arguments.is_number(value, finite=False)
+    metrics = rollouts.numeric_metrics({"meteor": np.float32(0.25), "nan": float("nan"), "done": True, "text": "x"})
+    assert set(metrics) == {"meteor", "nan"} and metrics["meteor"] == 0.25 and type(metrics["meteor"]) is float
+
 
 def test_evaluation_replays_the_same_episodes_and_leaves_training_rngs_alone():
     venv = tasks.make_vector_env("lm_gym/Prompts-v0", {"prompt_words": 4, "num_prompts": 16}, "validation", 3)

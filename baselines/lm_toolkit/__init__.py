@@ -1,8 +1,8 @@
 """The language-model plumbing every baseline needs, written once (CleanRL keeps ``cleanrl_utils``).
 
 The algorithm files beside this package (``ppo.py``, ``nlpo.py``, ``grpo.py``, ``sft.py``,
-``ilql.py``) hold only their algorithm: arguments, advantages or targets, loss and loop. What
-they share lives here, one module per job:
+``ilql.py``, ``ippo.py``) hold only their algorithm: arguments, advantages or targets, loss and
+loop. What they share lives here, one module per job:
 
 * :mod:`lm_toolkit.arguments`: the flags every baseline has, and range checks that name the flag.
 * :mod:`lm_toolkit.tasks`: env kwargs per split, the task's token lengths, its vector envs
@@ -15,8 +15,12 @@ they share lives here, one module per job:
   head, a logits hook such as NLPO's mask, shared prompts, seq2seq) and teacher-forced
   log-probs of finished sequences.
 * :mod:`lm_toolkit.rollouts`: episodes through the native vector envs, and the evaluation.
-* :mod:`lm_toolkit.objectives`: PPO's clipped surrogate, turn batches, optimizer steps and
-  schedules, data order, statistics.
+* :mod:`lm_toolkit.multiagent_rollouts`: games of the PettingZoo envs (``lm_gym.multiagent``), each
+  agent a policy or a scripted speaker, and their evaluation.
+* :mod:`lm_toolkit.policy_gradient`: a rollout's turns as tensors, PPO's clipped surrogate.
+* :mod:`lm_toolkit.optimization`: optimizer steps, learning-rate annealing and schedules, AdamW,
+  offline data order.
+* :mod:`lm_toolkit.stats`: per-update statistics, averaged over the processes.
 * :mod:`lm_toolkit.runs`: seeding, device, W&B, curves, atomic checkpoint/resume, ``result.json``.
 * :mod:`lm_toolkit.distributed`: data-parallel runs under ``torchrun`` (shards, gradient averaging,
   losses and statistics over every process).

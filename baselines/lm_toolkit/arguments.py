@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -134,21 +135,27 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def is_number(value: Any, *, finite: bool) -> bool:
+    """A real number (numpy's scalars included), not a bool (Python's ``True`` is an ``int``).
+
+    ``finite=True`` refuses NaN and infinities too: a flag's range check (``inf`` would pass ``>= 0``).
+    ``finite=False`` keeps them: an env's metrics and infos are taken as they are (a NaN metric shows in the
+    means instead of vanishing)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and (not finite or math.isfinite(value))
 
 
 def at_least(low: float) -> Rule:
-    return Rule(lambda v: is_number(v) and v >= low, f">= {low:g}")
+    return Rule(lambda v: is_number(v, finite=True) and v >= low, f">= {low:g}")
 
 
 def above(low: float) -> Rule:
-    return Rule(lambda v: is_number(v) and v > low, f"> {low:g}")
+    return Rule(lambda v: is_number(v, finite=True) and v > low, f"> {low:g}")
 
 
 def within(low: float, high: float, *, open_low: bool = False, text: str | None = None) -> Rule:
-    test = (lambda v: is_number(v) and low < v <= high) if open_low else (lambda v: is_number(v) and low <= v <= high)
-    return Rule(test, text or f"in {'(' if open_low else '['}{low:g}, {high:g}]")
+    if open_low:
+        return Rule(lambda v: is_number(v, finite=True) and low < v <= high, text or f"in ({low:g}, {high:g}]")
+    return Rule(lambda v: is_number(v, finite=True) and low <= v <= high, text or f"in [{low:g}, {high:g}]")
 
 
 def integer(low: int) -> Rule:

@@ -7,7 +7,7 @@ shard of the batch (:func:`shard`) with its own envs; whatever the algorithm com
 whole batch is reduced here:
 
 * Gradients are averaged after every backward pass (:func:`average_gradients`, called by
-  ``objectives.optimizer_step``) with one all-reduce of one flat buffer. Not
+  ``optimization.optimizer_step``) with one all-reduce of one flat buffer. Not
   ``DistributedDataParallel``: the baselines' losses reach their models through the toolkit's
   sampler and teacher forcing, several models at once (ILQL's heads and value trunk), not
   through one ``forward`` that DDP could wrap.

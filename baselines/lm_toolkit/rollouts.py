@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,15 +19,12 @@ import torch
 from lm_gym.core.vector import episode_info
 from lm_gym.metrics import corpus_metrics
 from lm_gym.results import episode_samples, summarize_episodes
+from lm_toolkit.arguments import is_number
 from lm_toolkit.sampling import LogitsHook, Samples, TokenScores, response_log_probs, sample
 from lm_toolkit.tasks import Lengths
 from lm_toolkit.tokens import encode_prompts
 
 MAX_TURNS = 256  # an episode still running after this many turns is a task bug
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 @dataclass
@@ -115,6 +111,11 @@ class Round:
         return mean_metrics(self.metrics)
 
 
+def numeric_metrics(metrics: dict[str, Any]) -> dict[str, float]:
+    """The numbers of an env's ``info["metrics"]``, as floats (NaN kept: it shows in the means)."""
+    return {key: float(value) for key, value in metrics.items() if is_number(value, finite=False)}
+
+
 def mean_metrics(episodes: Sequence[dict[str, float]]) -> dict[str, float]:
     """``mean_<key>`` of the episodes' numeric ``info["metrics"]`` (training curves)."""
     keys = {key for episode in episodes for key in episode}
@@ -160,14 +161,14 @@ def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool
         for k, i in enumerate(indices):
             turns.append(
                 Turn(
-                    int(i),
-                    queries[k],
-                    samples.responses[k],
-                    samples.log_probs[k],
-                    samples.values[k] if samples.values else None,
-                    samples.hook_rows[k] if samples.hook_rows else None,
-                    float(rewards[i]),
-                    bool(dones[i]),
+                    env=int(i),
+                    query=queries[k],
+                    response=samples.responses[k],
+                    log_probs=samples.log_probs[k],
+                    values=samples.values[k] if samples.values else None,
+                    hook_row=samples.hook_rows[k] if samples.hook_rows else None,
+                    reward=float(rewards[i]),
+                    done=bool(dones[i]),
                 )
             )
         totals[indices] += rewards[indices]
@@ -175,7 +176,7 @@ def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool
             active[i] = False
             finals[i] = {**episode_info(infos, i), "observation": observations[i]}
             if isinstance(infos.get("metrics"), dict):
-                metrics[i] = {k: float(v) for k, v in episode_info(infos["metrics"], i).items() if is_number(v)}
+                metrics[i] = numeric_metrics(episode_info(infos["metrics"], i))
         if not active.any():
             return Round(totals, metrics, finals, turns)
     raise RuntimeError(f"episodes still running after {MAX_TURNS} turns")
