@@ -21,6 +21,7 @@ step costs at most 10% of one policy forward on the same batch.
 from __future__ import annotations
 
 import argparse
+import inspect
 import statistics
 import sys
 import tempfile
@@ -75,21 +76,25 @@ def time_policy(model, observations: dict[str, np.ndarray], repeats: int) -> dic
     mask = torch.from_numpy(np.concatenate([observations["prompt_mask"], observations["context_mask"]], axis=1))
     mask[:] = 1  # a full batch of 64 x 112 tokens, as at the last token of an utterance
     prefix = ids.shape[1] - 12  # a cache of 100 tokens, then 12 decode steps up to 112
+    # the cache's name in forward and its output: ``cache`` where transformers has it (``past_key_values`` is
+    # deprecated there, removed in 5.40), ``past_key_values`` in earlier 5.x releases
+    cache = "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
     times: dict[str, list[float]] = {"forward": [], "decode": []}
     with torch.inference_mode():
         for _ in range(repeats):
             t0 = time.perf_counter()
             model(input_ids=ids, attention_mask=mask)
             times["forward"].append(time.perf_counter() - t0)
-            past = model(input_ids=ids[:, :prefix], attention_mask=mask[:, :prefix], use_cache=True).past_key_values
+            past = getattr(model(input_ids=ids[:, :prefix], attention_mask=mask[:, :prefix], use_cache=True), cache)
             for position in range(prefix, ids.shape[1]):
                 t0 = time.perf_counter()
-                past = model(
+                out = model(
                     input_ids=ids[:, position : position + 1],
                     attention_mask=mask[:, : position + 1],
-                    past_key_values=past,
                     use_cache=True,
-                ).past_key_values
+                    **{cache: past},
+                )
+                past = getattr(out, cache)
                 times["decode"].append(time.perf_counter() - t0)
     return times
 

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -67,6 +69,14 @@ class GrowingCache(DynamicCache):
         self.layer_class_to_replicate = GrowingLayer
 
 
+@functools.cache
+def cache_argument(model_class) -> str:
+    """The name under which the model's ``forward`` takes its KV cache and its output returns it: ``cache``
+    where transformers has it (``past_key_values`` is then deprecated, and removed in 5.40), else
+    ``past_key_values`` (earlier 5.x releases)."""
+    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"
+
+
 class Prefix:
     """A batch of queries run once through ``model``, then extended with the KV cache.
 
@@ -81,6 +91,7 @@ class Prefix:
         self, model, queries: Sequence[Sequence[int]], pad_id: int, with_hidden: bool = False, growing: bool = False
     ):
         self.model, self.with_hidden = model, with_hidden
+        self.cache_name = cache_argument(type(model))
         self.is_seq2seq = bool(model.config.is_encoder_decoder)
         device = model.device
         distinct: dict[tuple[int, ...], int] = {}
@@ -95,13 +106,13 @@ class Prefix:
             }
             start = torch.full((len(rows), 1), model.config.decoder_start_token_id, device=device)
             out = model(decoder_input_ids=start, use_cache=True, output_hidden_states=with_hidden, **self.fixed)
-            self.cache = out.past_key_values
+            self.cache = getattr(out, self.cache_name)
             self.logits, self.hidden = out.logits[:, -1], out.decoder_hidden_states[-1][:, -1] if with_hidden else None
             return
         ids, mask = pad(list(distinct), pad_id, "left", device)
         keep = {"logits_to_keep": 1} if takes_logits_to_keep(type(model)) else {}
         position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
-        cache = {"past_key_values": GrowingCache()} if growing else {}
+        cache = {self.cache_name: GrowingCache()} if growing else {}
         out = model(
             input_ids=ids,
             attention_mask=mask,
@@ -111,7 +122,7 @@ class Prefix:
             **keep,
             **cache,
         )
-        self.cache = out.past_key_values
+        self.cache = getattr(out, self.cache_name)
         if len(distinct) < len(rows):
             self.cache.batch_select_indices(index)
         self.mask, self.next_position = mask[index], mask.sum(1)[index]
@@ -126,7 +137,7 @@ class Prefix:
         if self.is_seq2seq:  # tokens after EOS are padding that only later padding sees: no decoder mask needed
             out = self.model(
                 decoder_input_ids=tokens,
-                past_key_values=self.cache,
+                **{self.cache_name: self.cache},
                 use_cache=True,
                 output_hidden_states=self.with_hidden,
                 **self.fixed,
@@ -137,7 +148,7 @@ class Prefix:
             positions = self.next_position[:, None] + torch.arange(tokens.shape[1], device=tokens.device)
             out = self.model(
                 input_ids=tokens,
-                past_key_values=self.cache,
+                **{self.cache_name: self.cache},
                 attention_mask=self.mask,
                 position_ids=positions,
                 use_cache=True,
@@ -145,7 +156,7 @@ class Prefix:
             )
             self.next_position = self.next_position + tokens.shape[1]
             hidden = out.hidden_states[-1] if self.with_hidden else None
-        self.cache = out.past_key_values
+        self.cache = getattr(out, self.cache_name)
         logits = getattr(out, "logits", None)
         self.logits = logits[:, -1] if logits is not None else None
         self.hidden = hidden[:, -1] if hidden is not None else None
