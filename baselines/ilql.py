@@ -147,7 +147,7 @@ def next_state_values(trunk, heads: ILQLHeads, batch: dict[str, Any]) -> torch.T
     return values
 
 
-# ---- ILQL's pieces (small functions: tests/test_ilql.py checks them on hand-computed tensors) ---
+# ---- ILQL's pieces (small functions: tests/baselines/test_ilql.py checks them on hand-computed tensors) ---
 
 
 def expectile_loss(diff: torch.Tensor, tau: float) -> torch.Tensor:

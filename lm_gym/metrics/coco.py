@@ -12,7 +12,7 @@ It runs as one of two pipelines, named in every result:
 * ``"python"``: no Java. The PTB tokens of :func:`lm_gym.metrics.ptb.coco_tokenize`, then the
   same pycocoevalcap ``Bleu(4)``, ``Rouge`` and ``Cider`` (pure Python). METEOR 1.5 and SPICE
   are Java programs, so this pipeline has neither. On CommonGen's dev references its BLEU-4
-  and CIDEr are within 0.5% of the Java pipeline's (``tests/test_coco.py``).
+  and CIDEr are within 0.5% of the Java pipeline's (``tests/metrics/test_coco.py``).
 
 ``"auto"`` picks ``"java"`` when a ``java`` is on the ``PATH``. Scores are on pycocoevalcap's
 scale: BLEU, METEOR, ROUGE-L and SPICE in [0, 1], CIDEr-D about 0 to 10; papers print them

@@ -5,7 +5,7 @@
 release's database files: the ``dict/`` folder of Princeton's ``WordNet-3.0.tar.gz``, Debian's
 ``wordnet-base`` (``/usr/share/wordnet``) or nltk's ``corpora/wordnet``. The output depends on
 nothing else (fixed zip timestamps, sorted entries), so the same input gives the same bytes;
-``tests/test_wordnet.py`` checks that against the shipped file when a full database is at hand.
+``tests/metrics/test_wordnet.py`` checks that against the shipped file when a full database is at hand.
 
 What is kept is what nltk's ``WordNetCorpusReader`` needs for ``synsets``, ``lemmas``,
 ``lemma_names`` and ``morphy`` (METEOR's synonym stage and concept coverage), in nltk's own

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmark" / "perf"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmark" / "perf"))
 
 import trl_envs  # noqa: E402
 

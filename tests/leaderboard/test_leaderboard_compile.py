@@ -417,7 +417,7 @@ def check_the_table_fits_or_scrolls_in_its_box_with_the_entry_column_in_view(dri
 
 
 def test_the_accepted_entries_validate_and_make_their_boards(tmp_path, capsys):
-    entries_dir = Path(__file__).resolve().parents[1] / "leaderboard" / "entries"
+    entries_dir = Path(__file__).resolve().parents[2] / "leaderboard" / "entries"
     files = sorted(entries_dir.glob("*.json"))
     assert files, "leaderboard/entries/ holds the accepted entries"
     for path in files:

@@ -15,7 +15,7 @@ from benchmark.__main__ import main as benchmark_main
 from leaderboard.__main__ import build_parser as leaderboard_parser
 from leaderboard.__main__ import main as leaderboard_main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = {
     "benchmark": (benchmark_main, ("run", "report")),
     "leaderboard": (leaderboard_main, ("submit", "validate", "compile")),

@@ -125,4 +125,4 @@ def test_a_missing_rliable_names_the_extra_that_installs_it(monkeypatch):
 
 def test_importing_the_module_or_the_report_does_not_import_rliable():
     code = "import sys, lm_gym.stats, benchmark.report; assert 'rliable' not in sys.modules, 'rliable imported'"
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])

@@ -25,7 +25,7 @@ from lm_gym.testing import (
     check_vector_env,
 )
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "your-own-task.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "your-own-task.md"
 MARKER = "<!-- docs-example: write-your-own-task -->"
 
 

@@ -14,7 +14,7 @@ from lm_gym.tasks import word_lists as task_word_lists
 from lm_gym.tasks.prompts.env import word_list
 from lm_gym.tasks.wordle.vocabulary import default_vocabulary
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WITHOUT_WORDFREQ = r"""
 import json, sys
 sys.modules["wordfreq"] = None  # as if not installed

@@ -18,7 +18,7 @@ from lm_gym.integrations.trl import (
     rollout_function,
 )
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "integrations.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 COMMONGEN = ("lm_gym/CommonGen-v0", {"source": "synthetic"})
 WORDLE = ("lm_gym/Wordle-v0", {"num_answers": 20})
 VISDIAL = ("lm_gym/VisDial-v0", {"source": "synthetic"})

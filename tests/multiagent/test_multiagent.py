@@ -21,7 +21,7 @@ from lm_gym.tasks.dailydialog.env import DailyDialogEnv
 from lm_gym.tasks.visdial.policies import MixtureQuestioner, SceneTextAnswerer
 from lm_gym.tasks.visdial.synthetic import gallery, parse_scene_text, scene_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _module(module, **kwargs):

@@ -1,5 +1,5 @@
 """baselines/grpo.py: GRPO and RLOO on single- and multi-turn envs, its advantages, and a learning check
-(the shared-prefix passes it relies on are tested with the toolkit, tests/test_lm_toolkit.py)."""
+(the shared-prefix passes it relies on are tested with the toolkit, tests/baselines/test_lm_toolkit.py)."""
 
 import math
 
