@@ -45,8 +45,7 @@ settings.register_profile(
 settings.register_profile("deep", parent=settings.get_profile("default"), max_examples=100)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-BASELINES = Path(__file__).resolve().parents[1] / "baselines"
-sys.path.insert(0, str(BASELINES))  # as when a baseline script runs: ``lm_toolkit`` and ``import ppo`` resolve
+BASELINES = Path(__file__).resolve().parents[1] / "baselines"  # on sys.path: pyproject.toml's pytest pythonpath
 
 
 def load_baseline(name: str):

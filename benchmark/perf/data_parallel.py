@@ -23,8 +23,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import workload
 from ours import baseline_args
 

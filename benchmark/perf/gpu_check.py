@@ -48,8 +48,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-
 # run.py and workload.py import lm_gym, which the GPU machine can import only after the setup
 import trl_envs  # noqa: E402
 

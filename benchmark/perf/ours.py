@@ -15,18 +15,18 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-# this folder, then baselines/, head sys.path
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "baselines"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import workload
 
+from lm_gym.results import load_result
+
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 
 def baseline_args(
@@ -103,17 +103,15 @@ def torch_threads() -> int:
 
 
 def run_baseline(algorithm: str, model_dir: Path, iterations: int, beta: float, device: str, bf16: bool) -> dict:
-    import tyro
-
-    module = __import__(algorithm if algorithm in ("ppo", "nlpo") else "grpo")
+    """The baseline run as users run it, ``python baselines/<script>.py FLAGS``; its iteration times
+    from its ``result.json``. Its output goes to stderr: this contender's JSON is stdout's last line."""
+    script = ROOT / "baselines" / f"{algorithm if algorithm in ('ppo', 'nlpo') else 'grpo'}.py"
     with tempfile.TemporaryDirectory() as out_dir:
-        args = tyro.cli(
-            module.Args,
-            args=baseline_args(
-                algorithm, model_dir, workload.WARMUP_ITERATIONS + iterations, out_dir, beta, device, bf16
-            ),
+        flags = baseline_args(
+            algorithm, model_dir, workload.WARMUP_ITERATIONS + iterations, out_dir, beta, device, bf16
         )
-        result = module.main(args)
+        subprocess.run([sys.executable, str(script), *flags], check=True, stdout=sys.stderr)
+        result = load_result(out_dir)
     timed = result["curves"][workload.WARMUP_ITERATIONS :]
     return {
         "iteration_seconds": [row["seconds"] for row in timed],
@@ -193,7 +191,11 @@ def main() -> None:
                 **timings,
                 "sequences_per_iteration": workload.SEQUENCES_PER_ITERATION,
                 "new_tokens_per_sequence": workload.NEW_TOKENS,
-                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                # the baseline's own process for lm-gym's contenders, this one for the limit
+                "peak_rss_mb": max(
+                    resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+                )
+                / 1024,
                 "peak_gpu_mb": torch.cuda.max_memory_allocated() / 2**20 if args.device.startswith("cuda") else None,
                 "threads": torch.get_num_threads(),
                 "torch_version": torch.__version__,

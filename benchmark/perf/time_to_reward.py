@@ -34,8 +34,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-
 import workload  # noqa: E402
 
 from lm_gym.results import load_result  # noqa: E402

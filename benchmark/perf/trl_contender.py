@@ -335,7 +335,6 @@ def main(argv=None) -> int:
     os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    sys.path.insert(0, str(HERE))
     import torch
     import transformers
     import trl

@@ -6,13 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gpu_check  # benchmark/perf is on sys.path (pyproject.toml's pytest pythonpath)
 import pytest
+import trl_envs
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmark" / "perf"))
-
-import gpu_check  # noqa: E402
-import trl_envs  # noqa: E402
 
 
 def dry_run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict]:

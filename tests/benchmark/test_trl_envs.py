@@ -11,10 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmark" / "perf"))
-
-import trl_envs  # noqa: E402
+import trl_envs
 
 
 def fake_distribution(name: str, *requires: str) -> SimpleNamespace:

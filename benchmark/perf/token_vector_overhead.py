@@ -1,6 +1,6 @@
 """The native token-level vector env's step next to the policy's work on the same batch.
 
-    python benchmark/token_vector_overhead.py [--num-envs 64] [--workload-dir DIR] [--threads 2]
+    python benchmark/perf/token_vector_overhead.py [--num-envs 64] [--workload-dir DIR] [--threads 2]
 
 The standard perf workload (``benchmark/perf/workload.py``): ``lm_gym/Prompts-v0`` at token
 level with the workload's 4,000-word tokenizer, 64-token prompts, exactly 48 new tokens
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,11 +30,9 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import torch
+import workload  # noqa: E402  (beside this script)
 
 import lm_gym  # noqa: F401  (registers the envs)
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "perf"))
-import workload  # noqa: E402
 
 
 def make_env(model_dir: Path, num_envs: int):
