@@ -310,8 +310,8 @@ def test_a_suite_killed_with_sigkill_resumes_with_every_result_once(tmp_path):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # kill it once one job finished and an RL job is mid-way
         finished = list(root.rglob("result.json"))
-        midway = [p for p in root.rglob("state.json") if not (p.parents[2] / "result.json").exists()]
-        if finished and any(p.parents[2].parent.name == "rl" for p in midway):
+        midway = [p for p in root.rglob("state.json") if not (p.parents[1] / "result.json").exists()]
+        if finished and any(p.parents[1].parent.name == "rl" for p in midway):
             break
         time.sleep(0.05)
     process.kill()
