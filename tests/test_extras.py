@@ -186,3 +186,15 @@ print("ok")
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1] == "ok", result.stdout
+
+
+def test_the_baselines_toolkit_is_installed_with_lm_gym(tmp_path):
+    """``import lm_toolkit`` works anywhere lm-gym is installed (an algorithm of your own, in any folder,
+    builds on the baselines' toolkit), and it is the toolkit beside the baselines."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run(
+        [sys.executable, "-c", "import lm_toolkit.rollouts, lm_toolkit; print(lm_toolkit.__file__)"],
+        check=False, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert Path(result.stdout.strip()).parent == ROOT / "baselines" / "lm_toolkit"
