@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 DEFAULT_MODEL_CONFIG = '{"model_type": "gpt2", "n_layer": 2, "n_embd": 128, "n_head": 4}'
 
 
@@ -141,7 +143,11 @@ def is_number(value: Any, *, finite: bool) -> bool:
     ``finite=True`` refuses NaN and infinities too: a flag's range check (``inf`` would pass ``>= 0``).
     ``finite=False`` keeps them: an env's metrics and infos are taken as they are (a NaN metric shows in the
     means instead of vanishing)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and (not finite or math.isfinite(value))
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.timedelta64))  # numpy counts a timedelta as an integer
+        and (not finite or math.isfinite(value))
+    )
 
 
 def at_least(low: float) -> Rule:

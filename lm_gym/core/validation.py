@@ -50,7 +50,7 @@ def check_int(name: str, value: Any, minimum: int | None = None, maximum: int | 
 def check_number(name: str, value: Any, minimum: float | None = None) -> float:
     """``value`` as a ``float`` if it is a finite real number, at least ``minimum`` when given."""
     if (
-        isinstance(value, (bool, np.bool_))
+        isinstance(value, (bool, np.bool_, np.timedelta64))  # numpy counts a timedelta as an integer
         or not isinstance(value, numbers.Real)
         or not math.isfinite(value)
         or (minimum is not None and value < minimum)

@@ -196,7 +196,7 @@ def test_flags_must_be_finite_numbers_while_env_metrics_keep_nan():
         assert arguments.is_number(value, finite=True) and arguments.is_number(value, finite=False)
     for value in (float("nan"), float("inf")):
         assert arguments.is_number(value, finite=False) and not arguments.is_number(value, finite=True)
-    for value in (True, "1", None, [1.0]):
+    for value in (True, "1", None, [1.0], np.timedelta64(3)):
         assert not arguments.is_number(value, finite=False)
     metrics = rollouts.numeric_metrics({"meteor": np.float32(0.25), "nan": float("nan"), "done": True, "text": "x"})
     assert set(metrics) == {"meteor", "nan"} and metrics["meteor"] == 0.25 and type(metrics["meteor"]) is float

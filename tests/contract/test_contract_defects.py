@@ -254,3 +254,11 @@ def test_a_model_name_no_file_system_takes_is_a_hub_name_not_a_crash(name):
         gymnasium.make("lm_gym/VisDial-v0", action_level="token", tokenizer=name)
     env = gymnasium.make("lm_gym/VisDial-v0", action_level="token")  # and the next make works
     env.reset(seed=0)
+
+
+def test_a_timedelta_is_not_a_number_of_seconds():
+    """Found by the fuzz: numpy counts ``np.timedelta64`` as an integer, so ``server_timeout=np.timedelta64(3)``
+    passed the type check and crashed in the range check with numpy's UFuncTypeError."""
+    with pytest.raises(ConfigurationError, match=r"server_timeout must be a finite number >= 0.001"):
+        gymnasium.make("lm_gym/VisDial-v0", server_timeout=np.timedelta64(3))
+    gymnasium.make("lm_gym/VisDial-v0", server_timeout=3).reset(seed=0)  # and the next make works
