@@ -68,8 +68,10 @@ EXTRAS = ("baselines", "benchmark")
 #: Older releases carried beside the tested ones, for pip to fall back on where the machine's
 #: packages are too old for the newest: datasets 5.0.0 asks pyarrow>=21 where 5.2 asks >=24.
 ALTERNATES = ("datasets==5.0.0",)
-#: Carried even though the image has them: the benchmark extra asks pandas<3, the image's is unknown.
-ALWAYS_CARRIED = ("pandas",)
+#: Carried even though the image has them, for pip to take where the image's version (unknown here) does
+#: not fit a carried package's bounds: pandas<3 (the benchmark extra), fsspec<=2026.9.0 (datasets 5.2),
+#: tqdm>=4.66.3 (datasets), typing-extensions>=4.13 (tyro).
+ALWAYS_CARRIED = ("pandas", "fsspec", "tqdm", "typing-extensions")
 #: lm-gym over TRL, episodes/s, on the GPU: (lm-gym's contender, TRL's) -> the goal.
 SPEED_GOAL = 3.0
 ROLLOUT_GOAL = 1.0  #: every lm-gym sampler's rollout against the ``generate`` limit
