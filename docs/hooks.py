@@ -65,7 +65,7 @@ def env_page(env_id: str, cls: type) -> str:
         f"# `{env_id}`\n\n{summary}\n\n"
         f'`gymnasium.make("{env_id}")` makes `{cls.__module__}.{cls.__qualname__}`; '
         f"its offline arguments: `{dict(cls.offline_kwargs)}`.\n\n"
-        f"{shift_headings(manual.strip(), 0)}\n"
+        f"{manual.strip()}\n"
     )
 
 

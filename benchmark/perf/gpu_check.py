@@ -72,10 +72,13 @@ ALTERNATES = ("datasets==5.0.0",)
 #: not fit a carried package's bounds: pandas<3 (the benchmark extra), fsspec<=2026.9.0 (datasets 5.2),
 #: tqdm>=4.66.3 (datasets), typing-extensions>=4.13 (tyro).
 ALWAYS_CARRIED = ("pandas", "fsspec", "tqdm", "typing-extensions")
-#: lm-gym over TRL, episodes/s, on the GPU: (lm-gym's contender, TRL's) -> the goal.
-SPEED_GOAL = 3.0
+SPEED_GOAL = 3.0  #: lm-gym's PPO, GRPO and RLOO over TRL's trainers, episodes/s
 ROLLOUT_GOAL = 1.0  #: every lm-gym sampler's rollout against the ``generate`` limit
-CNN_MODEL = {"gpu": '{"model_type": "gpt2", "n_layer": 6, "n_embd": 384, "n_head": 6}', "tiny": None}
+#: The CNN/DailyMail part's policy: larger than the CPU runs' on the GPU, tiny in the dry run.
+CNN_POLICY = {
+    "gpu": '{"model_type": "gpt2", "n_layer": 6, "n_embd": 384, "n_head": 6}',
+    "tiny": '{"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2}',
+}
 SETUP_ENV = "LM_GYM_GPU_CHECK_SETUP"  #: set in the re-run inside the check's venv: the setup's record
 
 
@@ -361,11 +364,11 @@ def cnn_dailymail_part(args: argparse.Namespace, deadline: float) -> dict:
     common += ["--device", args.device, *(["--bf16"] if args.bf16 else [])]
     common += ["--eval-episodes", "16" if args.tiny else "128", "--eval-batch-size", "16" if args.tiny else "64"]
     if args.tiny:
-        sft = ["--model-config", CNN_MODEL_TINY, "--max-examples", "64", "--batch-size", "16"]
+        sft = ["--model-config", CNN_POLICY["tiny"], "--max-examples", "64", "--batch-size", "16"]
         ppo = ["--num-envs", "8", "--iterations", "2", "--update-epochs", "1", "--num-minibatches", "2"]
     else:
         box = deadline - time.time()
-        sft = ["--model-config", CNN_MODEL["gpu"], "--epochs", "4", "--learning-rate", "1e-3", "--batch-size", "64"]
+        sft = ["--model-config", CNN_POLICY["gpu"], "--epochs", "4", "--learning-rate", "1e-3", "--batch-size", "64"]
         sft += ["--time-limit-minutes", f"{0.35 * box / 60:.2f}"]
         ppo = ["--iterations", "100000", "--learning-rate", "2e-5"]
     sft_status, sft_log = run_boxed(
@@ -387,7 +390,7 @@ def cnn_dailymail_part(args: argparse.Namespace, deadline: float) -> dict:
     start, end = result["initial_eval"]["mean_rouge1"], result["final_eval"]["mean_rouge1"]
     return {
         "status": "done",
-        "policy": CNN_MODEL_TINY if args.tiny else CNN_MODEL["gpu"],
+        "policy": CNN_POLICY["tiny" if args.tiny else "gpu"],
         "sft_start_rouge1": start,
         "ppo_rouge1": end,
         "ppo_iterations": len(result["curves"]),
@@ -449,7 +452,6 @@ def smoke_part(args: argparse.Namespace, deadline: float) -> dict:
     }
 
 
-CNN_MODEL_TINY = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2}'
 PART_FUNCTIONS: dict[str, Callable[[argparse.Namespace, float], dict]] = {
     "speed": speed_part,
     "cnn_dailymail": cnn_dailymail_part,
@@ -484,8 +486,7 @@ def markdown(record: dict) -> str:
     """The figures as a Markdown table: part, figure, value, goal, met."""
     rows = ["| part | figure | value | goal | met |", "|---|---|---|---|---|"]
     for part, result in record["parts"].items():
-        speed = result.get("contenders", {})
-        for name, row in speed.items():
+        for name, row in result.get("contenders", {}).items():
             rows.append(f"| {part} | {name} episodes/s | {row['episodes_per_s']:.1f} | | |")
         for key, goal in result.get("goals", {}).items():
             value = goal["value"]
