@@ -43,6 +43,7 @@ package, above the core, adds diversity and perplexity to them: ``corpus_metrics
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
@@ -53,6 +54,10 @@ import numpy as np
 from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError, safe_repr
 from lm_gym.core.spaces import text_space, to_charset
 from lm_gym.core.validation import check_choice, check_int, check_options, check_seed
+
+
+#: Episodes whose first observations :meth:`TextEnv.tokenizer_corpus` trains a tokenizer on by default.
+TOKENIZER_CORPUS_EPISODES = 512
 
 
 class BatchedReward(Protocol):
@@ -102,7 +107,8 @@ class TextEnv(gymnasium.Env[str, str]):
     Subclasses implement :meth:`_new_episode`, :meth:`_reward_query` and :meth:`_transition`,
     set ``reward_fn`` (or ``None`` for tasks whose reward needs no model) and may override
     :meth:`tokenizer_corpus` so a tokenizer can be trained on the task's own text,
-    :meth:`demonstrations` (good play for warm starts) and :meth:`task_corpus_metrics`.
+    :meth:`demonstrations` (good play for warm starts), :meth:`task_corpus_metrics` and,
+    for episodes of different token-level protocols, :meth:`token_protocol`.
 
     Public step protocol (see the module docstring): :meth:`prepare_step`, then the batched
     ``reward_fn`` on its query (:func:`score_queries`), then :meth:`finish_step`; ``step`` is
@@ -160,10 +166,44 @@ class TextEnv(gymnasium.Env[str, str]):
         raise ConfigurationError(f"{type(self).__name__} has no demonstrations")
 
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
-        """A cache key and the texts a task tokenizer is trained on (see ``lm_gym.core.tokenizer``)."""
-        raise ConfigurationError(
-            f"{type(self).__name__} has no corpus to train a tokenizer on; pass tokenizer=<name or path>"
-        )
+        """A cache key and the texts a task tokenizer is trained on (see ``lm_gym.core.tokenizer``).
+
+        By default: the first observations of :data:`TOKENIZER_CORPUS_EPISODES` episodes (seeds 0,
+        1, ...) of a deep copy of the env (the env itself is left as it is), and its
+        :meth:`demonstrations` when it has some, keyed by the class and a hash of the texts.
+        Tasks with a dataset override it with their training text.
+        """
+        try:
+            copy_of_env = copy.deepcopy(self)
+        except Exception as error:  # an attribute that cannot be copied (a lock, a socket, ...)
+            raise ConfigurationError(
+                f"{type(self).__name__} cannot be copied to sample a tokenizer corpus ({type(error).__name__}: "
+                f"{error}); pass tokenizer=<name or path>, or override tokenizer_corpus()"
+            ) from error
+        texts = [copy_of_env.reset(seed=seed)[0] for seed in range(TOKENIZER_CORPUS_EPISODES)]
+        try:
+            texts += [text for pair in copy_of_env.demonstrations() for text in pair]
+        except ConfigurationError:  # a task without demonstrations
+            pass
+        digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
+        return f"{type(self).__module__}.{type(self).__qualname__}-{digest}", texts
+
+    def token_protocol(self) -> dict[str, Any]:
+        """The token-level protocol of the utterance this env expects next, where it differs from the MDP's.
+
+        Keys, each optional: ``max_prompt_length``, ``max_new_tokens``, ``min_new_tokens``,
+        ``prompt_truncation_side`` and ``max_utterance_chars`` (the utterance's character limit).
+        The token level (:class:`~lm_gym.core.token_level.TokenLevel` and the native
+        ``TokenVectorEnv``) reads them whenever a copy starts an utterance, after a reset and
+        after each utterance that does not end the episode, and plays that utterance by them
+        within its own settings: ``max_prompt_length``, ``max_new_tokens`` and
+        ``max_utterance_chars`` at most the MDP's (the observation arrays keep the MDP's
+        widths), ``min_new_tokens`` at least the MDP's and at most the utterance's
+        ``max_new_tokens``. The default, ``{}``, is the MDP's settings; every single task keeps
+        it (its class's ``token_level_defaults`` set the MDP). An env whose episodes follow
+        different protocols overrides it: ``lm_gym/Mixture-v0`` gives each episode its task's.
+        """
+        return {}
 
     def task_corpus_metrics(self, episodes: Sequence[dict[str, Any]]) -> dict[str, float]:
         """The task's own metrics of a whole evaluation (BLEU, CIDEr, ...), beyond the means of

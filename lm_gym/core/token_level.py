@@ -11,10 +11,28 @@ import numpy as np
 from gymnasium import spaces
 
 from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError, safe_repr
+from lm_gym.core.text_env import TextEnv
 from lm_gym.core.validation import check_choice, check_int, check_number, is_integer
 
 #: Largest ``max_prompt_length`` / ``max_new_tokens``: observations are arrays of that many ids.
 MAX_TOKENS = 2**20
+#: The keys of :meth:`TextEnv.token_protocol <lm_gym.core.text_env.TextEnv.token_protocol>`.
+PROTOCOL_KEYS = (
+    "max_prompt_length",
+    "max_new_tokens",
+    "min_new_tokens",
+    "prompt_truncation_side",
+    "max_utterance_chars",
+)
+
+
+def protocol_hook(env: Any) -> Any:
+    """``env``'s bound :meth:`TextEnv.token_protocol` when its class overrides it (the protocol may
+    change between utterances), else ``None``: the MDP's settings hold for every utterance."""
+    text_env = getattr(env, "unwrapped", env)
+    if getattr(type(text_env), "token_protocol", TextEnv.token_protocol) is TextEnv.token_protocol:
+        return None
+    return text_env.token_protocol
 
 
 class TokenSettings:
@@ -97,7 +115,10 @@ class TokenLevel(TokenSettings, gymnasium.Env):
     * the decoded text reaches the utterance env's action length limit
       (``env.action_space.max_length`` characters; the text is cut to that length),
 
-    so any sequence of valid token ids is a valid episode. Steps that only append a token
+    so any sequence of valid token ids is a valid episode. An env whose utterances follow
+    different protocols (``lm_gym/Mixture-v0``) says so with
+    :meth:`~lm_gym.core.text_env.TextEnv.token_protocol`; each utterance is then played by its
+    own lengths within these settings (see :class:`TokenStates`). Steps that only append a token
     give reward 0; the step that hands the utterance over returns the utterance env's reward,
     termination and ``info`` plus ``info["num_tokens"]``. If the episode goes on (multi-turn
     tasks), the next observation text becomes the new prompt and the context starts empty.
@@ -172,11 +193,12 @@ class TokenLevel(TokenSettings, gymnasium.Env):
         self.action_space = spaces.Discrete(self.vocab_size)
         self.observation_space = self.tokens.observation_space()
         self._needs_reset = True
+        self._protocol = protocol_hook(env)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         text, info = self.env.reset(seed=seed, options=options)
         super().reset(seed=seed)
-        self.tokens.start({0: text})
+        self._start(text)
         self._needs_reset = False
         return self._observation(), {**info, "action_mask": self._action_mask()}
 
@@ -192,8 +214,11 @@ class TokenLevel(TokenSettings, gymnasium.Env):
         result = self.env.step(self.tokens.utterance(0))
         text, reward, terminated, truncated, info = self.tokens.hand_over(0, result, bool(early_eos[0]))
         self._needs_reset = terminated or truncated
-        self.tokens.start({0: text})
+        self._start(text)
         return self._observation(), reward, terminated, truncated, {**info, "action_mask": self._action_mask()}
+
+    def _start(self, text: str) -> None:
+        self.tokens.start({0: text}, None if self._protocol is None else {0: self._protocol()})
 
     def action_masks(self) -> np.ndarray:
         """Allowed tokens now, as booleans (sb3-contrib's ``MaskablePPO`` calls this)."""
@@ -244,6 +269,13 @@ class TokenStates:
     right-padded), ``lengths[i]`` (its tokens) and ``char_bounds[i]`` (an upper bound of its
     decoded length, so the text is decoded mid-utterance only when it may reach the limit).
 
+    Each copy's utterance follows the MDP's settings unless :meth:`start` is given that
+    utterance's protocol (:meth:`TextEnv.token_protocol
+    <lm_gym.core.text_env.TextEnv.token_protocol>`): then ``prompt_limits[i]``,
+    ``new_token_limits[i]``, ``min_new_limits[i]``, ``keep_prompt_end[i]`` and
+    ``char_limits[i]`` hold its own, within the MDP's settings (a maximum is capped at the
+    MDP's, ``min_new_tokens`` is at least the MDP's and at most the utterance's maximum).
+
     A step of the MDP is :meth:`append`; for the copies whose utterance ends, the env plays
     :meth:`utterance` in the utterance-level env, gives the result to :meth:`hand_over` and
     starts the next utterance with the observation text (:meth:`start`, as after a reset).
@@ -282,6 +314,13 @@ class TokenStates:
         self.lengths = np.zeros(num_envs, dtype=np.int64)
         self.char_bounds = np.zeros(num_envs, dtype=np.int64)
         self._rows = np.arange(num_envs)
+        # Each copy's current utterance protocol: the MDP's settings unless start() is given another.
+        self.prompt_limits = np.full(num_envs, self.max_prompt_length, dtype=np.int64)
+        self.new_token_limits = np.full(num_envs, self.max_new_tokens, dtype=np.int64)
+        self.min_new_limits = np.full(num_envs, self.min_new_tokens, dtype=np.int64)
+        self.keep_prompt_end = np.full(num_envs, self.prompt_truncation_side == "left")
+        self.char_limits = np.full(num_envs, self.max_utterance_chars, dtype=np.int64)
+        self._any_min_new = bool(self.min_new_tokens)
         self._decoded: dict[int, str] = {}  # texts decoded by the character-limit check, for utterance()
 
     def observation_space(self) -> spaces.Dict:
@@ -301,23 +340,35 @@ class TokenStates:
         """The prompt tokens of an observation text, truncated to ``max_prompt_length``."""
         return self._truncate(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _truncate(self, ids: Sequence[int]) -> list[int]:
-        if len(ids) <= self.max_prompt_length:
+    def _truncate(self, ids: Sequence[int], limit: int | None = None, keep_end: bool | None = None) -> list[int]:
+        limit = self.max_prompt_length if limit is None else limit
+        if len(ids) <= limit:
             return list(ids)
-        if self.prompt_truncation_side == "left":
-            return list(ids[-self.max_prompt_length :])
-        return list(ids[: self.max_prompt_length])
+        if (self.prompt_truncation_side == "left") if keep_end is None else keep_end:
+            return list(ids[-limit:])
+        return list(ids[:limit])
 
-    def start(self, texts: Mapping[int, str]) -> None:
+    def start(self, texts: Mapping[int, str], protocols: Mapping[int, Mapping[str, Any]] | None = None) -> None:
         """Copy ``i`` starts an utterance for each ``i: text`` of ``texts``: ``text`` becomes its
-        prompt, its context is empty. A ``transformers`` tokenizer encodes the texts in one call."""
+        prompt, its context is empty. A ``transformers`` tokenizer encodes the texts in one call.
+
+        ``protocols[i]`` (optional) is the utterance's :meth:`TextEnv.token_protocol
+        <lm_gym.core.text_env.TextEnv.token_protocol>`: copy ``i`` plays it by those settings
+        (within the MDP's) instead of the MDP's; a bad one raises ``ConfigurationError``."""
         if not texts:
             return
+        if protocols is not None:
+            for i, protocol in protocols.items():
+                self._set_protocol(i, protocol)
+            self._any_min_new = bool(self.min_new_limits.any())
+        truncate = self._truncate_copy if protocols is not None else lambda ids, i: self._truncate(ids)
         if len(texts) > 1 and _encodes_batches(self.tokenizer):
             encoded = self.tokenizer(list(texts.values()), add_special_tokens=False)["input_ids"]
-            prompts = dict(zip(texts, map(self._truncate, encoded), strict=True))
+            prompts = {i: truncate(ids, i) for i, ids in zip(texts, encoded, strict=True)}
         else:
-            prompts = {i: self.encode_prompt(text) for i, text in texts.items()}
+            prompts = {
+                i: truncate(self.tokenizer(text, add_special_tokens=False)["input_ids"], i) for i, text in texts.items()
+            }
         for i, ids in prompts.items():
             self.prompt_ids[i] = self.pad_token_id
             self.prompt_mask[i] = 0
@@ -330,6 +381,38 @@ class TokenStates:
         self.context_mask[rows] = 0
         self.lengths[rows] = 0
         self.char_bounds[rows] = 0
+
+    def _truncate_copy(self, ids: Sequence[int], i: int) -> list[int]:
+        return self._truncate(ids, int(self.prompt_limits[i]), bool(self.keep_prompt_end[i]))
+
+    def _set_protocol(self, i: int, protocol: Mapping[str, Any]) -> None:
+        """Copy ``i``'s next utterance follows ``protocol`` (a ``token_protocol()``), within the MDP's settings."""
+        if not isinstance(protocol, Mapping) or not set(protocol) <= set(PROTOCOL_KEYS):
+            raise ConfigurationError(
+                f"token_protocol() must return a dict with keys from {list(PROTOCOL_KEYS)}, got {safe_repr(protocol)}"
+            )
+        get = lambda key, default: protocol.get(key, default)  # noqa: E731
+        name = "token_protocol()[{!r}]".format
+        new_tokens = min(
+            check_int(name("max_new_tokens"), get("max_new_tokens", self.max_new_tokens), 1), self.max_new_tokens
+        )
+        self.new_token_limits[i] = new_tokens
+        self.prompt_limits[i] = min(
+            check_int(name("max_prompt_length"), get("max_prompt_length", self.max_prompt_length), 1),
+            self.max_prompt_length,
+        )
+        min_new = check_int(name("min_new_tokens"), get("min_new_tokens", self.min_new_tokens), 0)
+        self.min_new_limits[i] = min(max(min_new, self.min_new_tokens), new_tokens)
+        side = check_choice(
+            name("prompt_truncation_side"),
+            get("prompt_truncation_side", self.prompt_truncation_side),
+            ("left", "right"),
+        )
+        self.keep_prompt_end[i] = side == "left"
+        self.char_limits[i] = min(
+            check_int(name("max_utterance_chars"), get("max_utterance_chars", self.max_utterance_chars), 1),
+            self.max_utterance_chars,
+        )
 
     def append(self, tokens: np.ndarray, playing: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Play the valid token ids ``tokens`` (``int64``, one per copy) in the copies where ``playing`` (default: all).
@@ -347,17 +430,18 @@ class TokenStates:
         else:
             rows = pairs = np.flatnonzero(writing)
             written = tokens[rows]
-        early_eos = eos & (self.lengths < self.min_new_tokens)
+        early_eos = eos & (self.lengths < self.min_new_limits)
         columns = self.lengths[rows]
         self.context_ids[pairs, columns] = written
         self.context_mask[pairs, columns] = 1
         self.lengths[rows] += 1
         self.char_bounds[rows] += self.token_chars[written]
-        ends = eos | (writing & (self.lengths >= self.max_new_tokens))
-        if self.char_bounds.max() >= self.max_utterance_chars:  # the text may be at the character limit
-            for i in np.flatnonzero(writing & ~ends & (self.char_bounds >= self.max_utterance_chars)):
+        ends = eos | (writing & (self.lengths >= self.new_token_limits))
+        near_limit = self.char_bounds >= self.char_limits
+        if near_limit.any():  # the text may be at the character limit
+            for i in np.flatnonzero(writing & ~ends & near_limit):
                 text = self._decode(i)
-                if len(text) >= self.max_utterance_chars:
+                if len(text) >= self.char_limits[i]:
                     ends[i] = True
                     self._decoded[int(i)] = text
         return ends, early_eos
@@ -367,7 +451,7 @@ class TokenStates:
         text = self._decoded.pop(i, None)
         if text is None:
             text = self._decode(i)
-        return text[: self.max_utterance_chars]
+        return text[: self.char_limits[i]]
 
     def hand_over(self, i: int, result: tuple[Any, Any, bool, bool, dict[str, Any]], early_eos: bool):
         """Copy ``i``'s step result once the utterance env played its utterance (``result``, a step's 5-tuple).
@@ -396,8 +480,8 @@ class TokenStates:
     def action_masks(self) -> np.ndarray:
         """Allowed tokens of each copy, ``(num_envs, vocab_size)`` bools: EOS is masked before ``min_new_tokens``."""
         masks = np.ones((self.num_envs, self.vocab_size), dtype=bool)
-        if self.min_new_tokens:
-            masks[:, self.eos_token_id] = self.lengths >= self.min_new_tokens
+        if self._any_min_new:
+            masks[:, self.eos_token_id] = self.lengths >= self.min_new_limits
         return masks
 
     def _decode(self, i: int) -> str:

@@ -11,7 +11,7 @@ from gymnasium.vector.utils import batch_space
 
 from lm_gym.core.errors import InvalidActionError, safe_repr
 from lm_gym.core.text_env import TextEnv
-from lm_gym.core.token_level import TokenSettings, TokenStates
+from lm_gym.core.token_level import TokenSettings, TokenStates, protocol_hook
 from lm_gym.core.validation import is_integer
 from lm_gym.core.vector import NativeVectorEnv
 
@@ -38,8 +38,10 @@ class TokenVectorEnv(TokenSettings, NativeVectorEnv):
     A step appends the N tokens with NumPy operations over all copies. The copies whose
     utterance ends (EOS, ``max_new_tokens``, the character limit) decode it and play it in
     their utterance-level env, all scored with **one** batched call of the task's reward
-    function. Steps that only append give reward 0 and no info; a copy's info at the end of an
-    utterance is ``TokenLevel``'s (``num_tokens``, ``early_eos``, the task's keys), in
+    function. An env whose utterances follow different protocols (``lm_gym/Mixture-v0``, see
+    :meth:`TextEnv.token_protocol <lm_gym.core.text_env.TextEnv.token_protocol>`) plays each
+    copy's utterance by its own lengths. Steps that only append give reward 0 and no info; a
+    copy's info at the end of an utterance is ``TokenLevel``'s (``num_tokens``, ``early_eos``, the task's keys), in
     Gymnasium's vector convention (``info[key]`` array plus ``info["_" + key]`` mask).
 
     Action masks are **not** in the infos: an ``(num_envs, vocab_size)`` array at every step
@@ -74,6 +76,7 @@ class TokenVectorEnv(TokenSettings, NativeVectorEnv):
             env, tokenizer, self.num_envs, max_prompt_length, max_new_tokens, min_new_tokens, prompt_truncation_side,
             early_eos_penalty,
         )  # fmt: skip
+        self._varies = protocol_hook(env) is not None  # the copies' utterances follow their own protocols
         self.single_observation_space = self.tokens.observation_space()
         self.single_action_space = spaces.Discrete(self.vocab_size)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -84,7 +87,10 @@ class TokenVectorEnv(TokenSettings, NativeVectorEnv):
         )
 
     def _start(self, texts: dict[int, str]) -> None:
-        self.tokens.start(texts)
+        if self._varies:
+            self.tokens.start(texts, {i: self.envs[i].token_protocol() for i in texts})
+        else:
+            self.tokens.start(texts)
 
     def _observation(self, i: int) -> dict[str, np.ndarray]:
         return self.tokens.observation(i)
