@@ -21,6 +21,7 @@ register("lm_gym/DailyDialog-v0", "lm_gym.tasks.dailydialog:DailyDialogEnv")
 register("lm_gym/VisDial-v0", "lm_gym.tasks.visdial:VisDialEnv")
 register("lm_gym/Reddit-v0", "lm_gym.tasks.reddit:RedditEnv")
 register("lm_gym/Prompts-v0", "lm_gym.tasks.prompts:PromptsEnv")
+register("lm_gym/TextGeneration-v0", "lm_gym.tasks.text_generation:TextGenerationEnv")
 
 load_task_plugins()  # after the built-in tasks: a plugin may build on them
 
