@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import shlex
 import subprocess
 import sys
@@ -174,6 +175,10 @@ def _run_suite(args: argparse.Namespace, console: Console) -> int:
         raise ConfigurationError(f"--procs-per-job must be >= 1, got {args.procs_per_job}")
     backend = _make_backend(args, suite, out_root, timeout_minutes, console)
     extra_flags, extra_env = _tracking(args, suite, out_root)
+    # a task of the user's own ("my_tasks:my/Task-v0") is imported by the jobs from beside the suite
+    # file or from where the harness was started, as it would be by a baseline started there
+    user_paths = [str(suite.path.resolve().parent), os.getcwd(), os.environ.get("PYTHONPATH", "")]
+    extra_env["PYTHONPATH"] = os.pathsep.join(filter(None, user_paths))
     scheduler = Scheduler(
         jobs,
         backend,

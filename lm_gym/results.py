@@ -6,7 +6,8 @@ A result is a JSON object (schema: :data:`RESULT_SCHEMA`, JSON Schema 2020-12):
 field                  content
 =====================  ==========================================================================
 ``schema_version``     ``1``
-``env_id``             the registered env id, e.g. ``"lm_gym/IMDB-v0"``
+``env_id``             the registered env id, e.g. ``"lm_gym/IMDB-v0"`` (a run given Gymnasium's
+                       ``"module:env_id"`` form records ``env_id``; ``config`` keeps the form given)
 ``algorithm``          ``"sft"``, ``"bc"``, ``"filtered_bc"`` (%BC), ``"ppo"``, ``"nlpo"``,
                        ``"ilql"``, ...; one agent's run of a multi-agent env names the agent
                        (``"bc-questioner"``, ``"ippo"``, ``"ippo-scripted-answerer"``)
@@ -232,7 +233,7 @@ def make_result(
     """A result with the bookkeeping fields filled in (schema version, versions, commit, time)."""
     return {
         "schema_version": SCHEMA_VERSION,
-        "env_id": env_id,
+        "env_id": env_id.rpartition(":")[2],  # "module:env_id" names the module that registers env_id
         "algorithm": algorithm,
         "seed": seed,
         "config": dict(config),

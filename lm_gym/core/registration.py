@@ -22,7 +22,9 @@ import functools
 import importlib
 import importlib.metadata
 import inspect
+import os
 import re
+import sys
 import warnings
 from types import ModuleType
 from typing import Any
@@ -183,8 +185,17 @@ def load_task_plugins() -> None:
 
 
 def _import(module: str, context: str) -> ModuleType:
+    """``module`` imported; one not found on ``sys.path`` is looked for in the current directory
+    too (as uvicorn finds ``"module:app"``), so ``python baselines/ppo.py --env-id my_task:my/Task-v0``
+    finds ``./my_task.py`` although Python put the script's folder first on the path."""
     try:
-        return importlib.import_module(module)
+        try:
+            return importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if error.name != module.partition(".")[0] or os.getcwd() in sys.path:
+                raise
+            sys.path.append(os.getcwd())
+            return importlib.import_module(module)
     except Exception as error:  # a user's module may fail in any way while it runs
         raise ConfigurationError(
             f"{context}: importing module {module!r} failed: {type(error).__name__}: {error}"
@@ -282,10 +293,11 @@ def _build_task(
     if action_level == "utterance":
         return env, None
     tokenizer = resolve_tokenizer(env, token_kwargs.pop("tokenizer", None))
-    settings = {**cls.token_level_defaults, **token_kwargs}
-    if "min_new_tokens" not in token_kwargs and "min_new_tokens" in cls.generation_defaults:
+    # the env's own defaults: a class's, or an instance's that depend on its arguments (lm_gym/Mixture-v0)
+    settings = {**env.token_level_defaults, **token_kwargs}
+    if "min_new_tokens" not in token_kwargs and "min_new_tokens" in env.generation_defaults:
         max_new_tokens = settings["max_new_tokens"]
-        settings["min_new_tokens"] = cls.generation_defaults["min_new_tokens"]
+        settings["min_new_tokens"] = env.generation_defaults["min_new_tokens"]
         if is_integer(max_new_tokens):  # TokenLevel reports a bad max_new_tokens itself
             settings["min_new_tokens"] = min(settings["min_new_tokens"], max_new_tokens)
     return env, {"tokenizer": tokenizer, **settings}

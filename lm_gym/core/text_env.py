@@ -55,7 +55,6 @@ from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeed
 from lm_gym.core.spaces import text_space, to_charset
 from lm_gym.core.validation import check_choice, check_int, check_options, check_seed
 
-
 #: Episodes whose first observations :meth:`TextEnv.tokenizer_corpus` trains a tokenizer on by default.
 TOKENIZER_CORPUS_EPISODES = 512
 
