@@ -133,13 +133,13 @@ def _load_files(stamps: tuple[tuple[str, int, int], ...], split: str):
     try:
         return datasets.load_dataset(builder, data_files={split: files}, split=split, **options)
     except Exception as error:  # noqa: BLE001 - datasets and its readers raise many types on bad files
+        if isinstance(error, StopIteration) or "corresponds to no data" in str(error):
+            raise ConfigurationError(f"data_files: {files} hold no rows; an env needs at least one sample") from error
         cause = error.__cause__ or error.__context__ or error
         detail = f"{type(error).__name__}: {error}".strip(": ")
         if cause is not error:
             detail += f" ({type(cause).__name__}: {str(cause)[:300]})"
-        raise ConfigurationError(
-            f"data_files: could not read {files} as {builder} (an empty file reads as no rows): {detail}"
-        ) from error
+        raise ConfigurationError(f"data_files: could not read {files} as {builder}: {detail}") from error
 
 
 def _csv_header(path: str) -> list[str]:
@@ -243,6 +243,8 @@ def build_samples(
     ``meta`` holds ``index`` (the row) and ``row``: the row's other columns whose cells are plain
     JSON-like data, except those named like a reward function's keyword arguments.
     """
+    if len(table) == 0:
+        raise ConfigurationError("the dataset's split has no rows; an env needs at least one sample")
     columns = list(table.column_names)
     if prompt_template is None:
         require_column("prompt_column", prompt_column, columns, " (or pass prompt_template='...{column}...')")
@@ -255,8 +257,6 @@ def build_samples(
         require_column("reference_column", column, columns, " (reference_column=None: a dataset without references)")
     if num_samples is not None and num_samples < len(table):
         table = table.select(range(num_samples))
-    if len(table) == 0:
-        raise ConfigurationError("the dataset's split has no rows; an env needs at least one sample")
     extra_columns = [c for c in columns if c not in used and c not in reference_columns and c not in RESERVED_KWARGS]
     samples = []
     for index, row in enumerate(table):

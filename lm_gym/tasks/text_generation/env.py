@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -166,7 +167,9 @@ class TextGenerationEnv(SingleTurnTextEnv):
             self.reward_fn = MetricReward(reward, corpus_references, **options)
         else:
             self.reward_name = "reward"
-            self.reward_fn = FunctionReward(reward if callable(reward) else import_callable("reward", reward))
+            columns = sorted({column for sample in self.samples for column in sample.meta["row"]})
+            function = reward if callable(reward) else import_callable("reward", reward)
+            self.reward_fn = FunctionReward(function, columns)
         self._metric_fns = {
             name: MetricReward(name, corpus_references, name="metrics", **options)
             for name in metric_names
@@ -233,6 +236,12 @@ class TextGenerationEnv(SingleTurnTextEnv):
                 "TextGeneration-v0 has demonstrations only with references: pass reference_column=<a column>"
             )
         return super().demonstrations()
+
+    @staticmethod
+    def _sample_info(sample: Sample) -> dict[str, Any]:
+        info = SingleTurnTextEnv._sample_info(sample)
+        info["meta"] = copy.deepcopy(info["meta"])  # each info its own: the row's cells may be lists or dicts
+        return info
 
     def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, float]:
         results = {self.reward_name: float(score)}

@@ -19,7 +19,6 @@ import numpy as np
 from lm_gym.core.errors import ConfigurationError, require_extra, safe_repr
 from lm_gym.core.hub import require_local_or_hub
 from lm_gym.core.validation import check_device
-from lm_gym.rewards.completion import CompletionReward
 from lm_gym.rewards.reference import REFERENCE_METRICS, ReferenceReward
 
 #: The metrics a reward or a per-episode metric can be (each needs references).
@@ -106,23 +105,46 @@ def _bert_scorer(model: Any, layers: Any, device: Any):
     return BERTScorer(model_type=model, num_layers=layers, device=device)
 
 
-class FunctionReward(CompletionReward):
+class FunctionReward:
     """A TRL reward function ``fn(prompts, completions, **kwargs) -> list[float]`` as a batched lm-gym reward.
 
     ``fn`` is called with ``prompts=``, ``completions=``, ``references=`` (each sample's list of
     references) and, as TRL passes a dataset's columns, one list per column of the samples'
     ``meta["row"]``; a function without ``**kwargs`` gets only the keyword arguments it names.
-    A function that raises or returns anything but one finite number per completion raises
+    Unlike Prompts-v0's :class:`~lm_gym.rewards.completion.CompletionReward`, which passes prompts
+    and completions only, a function may require ``references`` and ``columns`` as arguments. A
+    function that raises or returns anything but one finite number per completion raises
     :class:`~lm_gym.core.errors.ConfigurationError` naming it.
     """
 
-    def __init__(self, fn: Callable[..., Sequence[float]]):
-        super().__init__(fn)
+    def __init__(self, fn: Callable[..., Sequence[float]], columns: Sequence[str] = ()):
+        self.fn = fn
+        qualname = getattr(fn, "__qualname__", type(fn).__name__)
         module = getattr(fn, "__module__", None)
-        self.name = f"{module}:{self.name}" if isinstance(module, str) else self.name
-        parameters = inspect.signature(fn).parameters.values()
+        self.name = f"{module}:{qualname}" if isinstance(module, str) else qualname
+        try:
+            signature = inspect.signature(fn)
+            signature.bind_partial(prompts=[], completions=[])
+        except (TypeError, ValueError) as error:
+            raise ConfigurationError(
+                f"reward function {self.name} must take the keyword arguments prompts= and completions= ({error})"
+            ) from None
+        parameters = signature.parameters.values()
         self._takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
         self._names = {p.name for p in parameters}
+        offered = {"prompts", "completions", "references", *columns}
+        required = [
+            p.name
+            for p in parameters
+            if p.default is inspect.Parameter.empty
+            and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+            and p.name not in offered
+        ]
+        if required:
+            raise ConfigurationError(
+                f"reward function {self.name} requires {required}, which the env does not pass: it passes "
+                f"prompts, completions, references and the columns {sorted(columns)}"
+            )
 
     def __call__(
         self,
