@@ -22,6 +22,7 @@ register("lm_gym/VisDial-v0", "lm_gym.tasks.visdial:VisDialEnv")
 register("lm_gym/Reddit-v0", "lm_gym.tasks.reddit:RedditEnv")
 register("lm_gym/Prompts-v0", "lm_gym.tasks.prompts:PromptsEnv")
 register("lm_gym/TextGeneration-v0", "lm_gym.tasks.text_generation:TextGenerationEnv")
+register("lm_gym/Mixture-v0", "lm_gym.tasks.mixture:MixtureEnv")
 
 load_task_plugins()  # after the built-in tasks: a plugin may build on them
 
