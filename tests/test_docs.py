@@ -91,7 +91,7 @@ def test_every_internal_link_and_anchor_resolves(site):
 
 def test_the_environment_pages_cover_every_registered_task(site):
     ids = sorted(env_id for env_id in gymnasium.registry if env_id.startswith("lm_gym/"))
-    assert len(ids) == 8
+    assert len(ids) == 10
     index = (site / "environments" / "index.html").read_text(encoding="utf-8")
     for env_id in ids:
         page = site / "environments" / f"{env_id.split('/')[1].lower()}.html"

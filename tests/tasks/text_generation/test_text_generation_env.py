@@ -392,3 +392,21 @@ def test_token_level_trains_a_tokenizer_on_the_train_split(tmp_path, jsonl):
         _, reward, terminated, truncated, info = env.step(env.action_space.sample())
         steps += 1
     assert steps <= 8 and "rouge1" in info["metrics"]
+
+
+def test_the_docs_example_runs(tmp_path, monkeypatch, capsys):
+    """The "Your data, no code" block of docs/your-own-task.md, executed."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "your-own-task.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- docs-example: text-generation -->\n```python\n(.*?)```", text, re.DOTALL)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(block.group(1), "docs/your-own-task.md", "exec"), namespace)  # noqa: S102
+    assert namespace["reward"] == pytest.approx(1.0) and set(namespace["info"]["metrics"]) == {
+        "rougeL",
+        "meteor",
+        "bleu",
+        "num_words",
+    }
