@@ -149,12 +149,16 @@ class EnvReward:
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> list[float]:
         if not self.single_turn:
-            if RETURN_FIELD not in columns:
+            if RETURN_FIELD in columns:
+                return [float(value) for value in columns[RETURN_FIELD]]
+            seeds = columns.get(SEED_COLUMN)
+            if seeds is None or len(seeds) != len(completions):
                 raise ConfigurationError(
-                    f"{self.env_id} is multi-turn: pass rollout_func=rollout_function({self.env_id!r}, ...) to "
-                    "GRPOTrainer, so the reward is the return of the episode it played"
+                    f"{self.env_id} is played from seeds: build the dataset with prompt_dataset({self.env_id!r}, ...) "
+                    f"(its {SEED_COLUMN!r} column), and for games of several turns pass "
+                    f"rollout_func=rollout_function({self.env_id!r}, ...) to GRPOTrainer"
                 )
-            return [float(value) for value in columns[RETURN_FIELD]]
+            return self.score_first_turn(seeds, [completion_text(c) for c in completions]).tolist()
         indices = columns.get(INDEX_COLUMN)
         if indices is None or len(indices) != len(completions):
             raise ConfigurationError(
@@ -177,6 +181,25 @@ class EnvReward:
         _, rewards, _, _, _ = venv.step(tuple(text[:max_chars] for text in utterances))
         return np.asarray(rewards, dtype=np.float64)
 
+    def score_first_turn(self, seeds: Sequence[int], utterances: Sequence[str]) -> np.ndarray:
+        """The reward of games that end after one utterance: game ``seeds[i]`` (reset with that seed)
+        answered with ``utterances[i]``, one vector env step. A game that goes on is an error: its
+        reward is the return of the whole episode, which ``rollout_function`` plays."""
+        count = len(utterances)
+        if count not in self.vector_envs:
+            self.vector_envs[count] = _vector_env(self.env_id, self.split, self.env_kwargs, count)
+        venv = self.vector_envs[count]
+        venv.reset(seed=[int(seed) for seed in seeds])
+        max_chars = venv.single_action_space.max_length
+        _, rewards, terminated, truncated, _ = venv.step(tuple(text[:max_chars] for text in utterances))
+        if not np.all(terminated | truncated):
+            raise ConfigurationError(
+                f"{self.env_id}'s games go on after the first utterance: pass "
+                f"rollout_func=rollout_function({self.env_id!r}, ...) to GRPOTrainer, so the reward is the "
+                "return of the episode it played"
+            )
+        return np.asarray(rewards, dtype=np.float64)
+
 
 def reward_function(env_id: str, split: str = "train", **env_kwargs: Any) -> EnvReward:
     """Task ``env_id``'s reward as a TRL reward function ``f(prompts, completions, **columns)``.
@@ -184,8 +207,10 @@ def reward_function(env_id: str, split: str = "train", **env_kwargs: Any) -> Env
     Single-turn tasks: completion ``i`` is played as the utterance of sample ``lm_gym_index[i]``
     (the column :func:`prompt_dataset` writes) through the task's native vector env, one batched
     reward call per batch: exactly the reward ``gymnasium.make(env_id).step`` gives (a completion
-    longer than the action space is cut to it, as the baselines do). Multi-turn tasks: the
-    return of each episode :func:`rollout_function` played. ``env_kwargs`` and ``split`` must be
+    longer than the action space is cut to it, as the baselines do). Other tasks (any
+    ``TextEnv``, rows with ``lm_gym_seed``): in games that end after one utterance, completion
+    ``i`` is the utterance of the game reset with seed ``lm_gym_seed[i]``, likewise batched;
+    in longer games, the return of each episode :func:`rollout_function` played. ``env_kwargs`` and ``split`` must be
     the dataset's.
     """
     return EnvReward(env_id, split, env_kwargs)

@@ -19,7 +19,8 @@ def test_same_seed_same_episodes_in_a_fresh_process_with_a_fresh_cache(tmp_path)
     environment = {
         **os.environ,
         "LM_GYM_CACHE": str(tmp_path / "cache"),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),  # this checkout's lm_gym
+        # this checkout's lm_gym, and tests/user_tasks.py
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
     }
     completed = subprocess.run(
         [sys.executable, str(HERE / "contract_episodes.py"), "5"],

@@ -216,3 +216,22 @@ def test_the_docs_example_runs_as_written(tmp_path, monkeypatch):
     namespace = {"__name__": "readme_trl"}
     exec(compile(block.group(1), str(PAGE), "exec"), namespace)  # noqa: S102 - the project's own docs
     assert namespace["config"].max_steps == 2
+
+
+def test_a_users_one_step_game_is_scored_by_replaying_its_seed():
+    import user_tasks  # noqa: F401  (registers user/SayTheWord-v0, a one-step TextEnv, not a SingleTurnTextEnv)
+
+    dataset = prompt_dataset("user/SayTheWord-v0", num_prompts=8)
+    words = [prompt.split()[1].rstrip(".") for prompt in dataset["prompt"]]
+    completions = [word if k % 2 else "nothing" for k, word in enumerate(words)]
+    reward = reward_function("user/SayTheWord-v0")
+    scores = reward(dataset["prompt"], completions, **{SEED_COLUMN: dataset[SEED_COLUMN]})
+    assert scores == [float(k % 2) for k in range(8)]
+    with pytest.raises(ConfigurationError, match="go on after the first utterance: pass rollout_func"):
+        reward_function("user/CountUp-v0")(["a"], ["1"], **{SEED_COLUMN: [0]})
+
+
+def test_grpo_trainer_plays_whole_games_of_a_users_multi_turn_task(tmp_path):
+    import user_tasks  # noqa: F401  (registers user/CountUp-v0)
+
+    test_grpo_trainer_plays_whole_games_of_a_multi_turn_task(tmp_path, ("user/CountUp-v0", {}))
