@@ -98,7 +98,6 @@ def main(args: Args) -> dict:
         num_minibatches=within(1, args.num_prompts, text="in [1, num_prompts]"),
         beta=at_least(0),
     )
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens)
     device, autocast = setup(args)
     run = Run(args, algorithm)
     first_group, num_prompts = distributed.shard(args.num_prompts, "--num-prompts")  # this process's groups
@@ -107,6 +106,7 @@ def main(args: Args) -> dict:
     # Envs: the native batched vector env; a group's envs are adjacent (env i is in group i // G).
     train_env = make_vector_env(args.env_id, env_kwargs, "train", num_envs)
     eval_env = make_vector_env(args.env_id, env_kwargs, "validation", args.eval_batch_size)
+    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=train_env.envs[0])
 
     # Models: the policy, and the frozen reference only when the KL term needs it.
     source = run.source(args.init_from or args.model_name)

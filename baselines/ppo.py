@@ -205,7 +205,6 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         kl_coef=at_least(0),
         kl_target=optional(above(0)),
     )
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens)
     device, autocast = setup(args)
     run = Run(args, algorithm)
 
@@ -217,6 +216,7 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         )
     train_env = make_vector_env(args.env_id, env_kwargs, "train", num_envs)
     eval_env = make_vector_env(args.env_id, env_kwargs, "validation", args.eval_batch_size)
+    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=train_env.envs[0])
 
     # Models: the policy with a value head on its last hidden states, and the frozen reference.
     source = run.source(args.init_from or args.model_name)

@@ -34,6 +34,10 @@ field                  content
 ``samples``            optional: a few episodes of the final evaluation, each ``{"prompt": str,
                        "generation": str, "return": number}`` (:func:`episode_samples`; the
                        leaderboard shows them)
+``tasks``              optional, a run on several tasks (``lm_gym/Mixture-v0``): each task's own
+                       results, ``{"<task id>": {"initial_eval": <evaluation>, "final_eval":
+                       <evaluation>}}``, over the evaluation episodes whose ``info["task"]`` is
+                       that task (:func:`task_evaluations`); its corpus metrics are there too
 =====================  ==========================================================================
 
 An evaluation is ``{"num_episodes": int, "mean_return": float, "std_return": float,
@@ -135,6 +139,15 @@ RESULT_SCHEMA: dict[str, Any] = {
         "created": {"type": "string", "format": "date-time"},
         "device": {"type": "string"},
         "world_size": {"type": "integer", "minimum": 1},
+        "tasks": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["initial_eval", "final_eval"],
+                "additionalProperties": False,
+                "properties": {"initial_eval": _EVALUATION, "final_eval": _EVALUATION},
+            },
+        },
         "samples": {
             "type": "array",
             "maxItems": MAX_SAMPLES,
@@ -229,6 +242,7 @@ def make_result(
     device: str,
     samples: Sequence[Mapping[str, Any]] = (),
     world_size: int = 1,
+    tasks: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A result with the bookkeeping fields filled in (schema version, versions, commit, time)."""
     return {
@@ -251,6 +265,7 @@ def make_result(
         "device": device,
         "samples": [dict(sample) for sample in samples],
         "world_size": world_size,
+        **({"tasks": {task: dict(results) for task, results in tasks.items()}} if tasks else {}),
     }
 
 
@@ -280,6 +295,27 @@ def episode_samples(
     return samples
 
 
+def task_evaluations(evaluation: Mapping[str, float] | None) -> tuple[dict[str, float] | None, dict[str, dict]]:
+    """An evaluation of a run on several tasks split in two: the whole run's entries and each task's.
+
+    The baselines' evaluation of a mixture holds each task's entries as ``"<task id>/<metric>"``
+    (task ids hold a ``/``, metric names none): ``{"mean_return": 0.5, "lm_gym/IMDB-v0/mean_return":
+    0.7}`` gives ``({"mean_return": 0.5}, {"lm_gym/IMDB-v0": {"mean_return": 0.7}})``. ``None`` gives
+    ``(None, {})``.
+    """
+    if evaluation is None:
+        return None, {}
+    whole: dict[str, float] = {}
+    tasks: dict[str, dict[str, float]] = {}
+    for key, value in evaluation.items():
+        task, _, metric = key.rpartition("/")
+        if task:
+            tasks.setdefault(task, {})[metric] = value
+        else:
+            whole[key] = value
+    return whole, tasks
+
+
 def validate_result(result: Any) -> None:
     """Raise :class:`ResultFormatError` listing every way ``result`` breaks the format."""
     import jsonschema
@@ -296,6 +332,14 @@ def validate_result(result: Any) -> None:
             problems.append(f"initial_eval and final_eval name different metrics: {sorted(set(initial) ^ set(final))}")
         if (initial is None) != (final is None):
             problems.append("initial_eval and final_eval must both be evaluations or both be null")
+        tasks = result.get("tasks")
+        for task, evaluations in tasks.items() if isinstance(tasks, dict) else ():
+            initial, final = (
+                evaluations.get(key) if isinstance(evaluations, dict) else None
+                for key in ("initial_eval", "final_eval")
+            )
+            if isinstance(initial, dict) and isinstance(final, dict) and set(initial) != set(final):
+                problems.append(f"tasks/{task}: initial_eval and final_eval name different metrics")
         checkpoint = result.get("checkpoint")
         if isinstance(checkpoint, str) and (
             PurePosixPath(checkpoint).is_absolute() or ".." in PurePosixPath(checkpoint).parts

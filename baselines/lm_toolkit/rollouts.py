@@ -18,6 +18,7 @@ import torch
 
 from lm_gym.core.vector import episode_info
 from lm_gym.metrics import corpus_metrics
+from lm_gym.metrics.corpus import text_env_of
 from lm_gym.results import episode_samples, summarize_episodes
 from lm_toolkit.arguments import is_number
 from lm_toolkit.sampling import LogitsHook, Samples, TokenScores, response_log_probs, sample
@@ -190,6 +191,8 @@ def evaluate(venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: boo
 
     Returns the evaluation (``lm_gym.results.summarize_episodes``: returns, per-episode metrics
     and the task's corpus metrics) and a few sample episodes; ``(None, [])`` without episodes.
+    On several tasks (``lm_gym/Mixture-v0``) the evaluation also holds each task's, as
+    ``"<task id>/<metric>"`` entries (:func:`task_entries`), and its corpus metrics are the tasks'.
     """
     if num_episodes == 0:
         return None, []
@@ -204,8 +207,29 @@ def evaluate(venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: boo
         metrics.extend(played.metrics[:counted])
         finals.extend(played.finals[:counted])
     policy.model.train(was_training)
-    corpus = corpus_metrics(venv, finals, language_model=perplexity_model)
-    return summarize_episodes(returns, metrics, corpus), episode_samples(finals, returns)
+    per_task = task_entries(venv, returns, metrics, finals, perplexity_model)
+    corpus = {} if per_task else corpus_metrics(venv, finals, language_model=perplexity_model)
+    return {**summarize_episodes(returns, metrics, corpus), **per_task}, episode_samples(finals, returns)
+
+
+def task_entries(venv, returns, metrics, finals, perplexity_model: str | None = None) -> dict[str, float]:
+    """Each task's evaluation of episodes of several tasks, grouped by their ``info["task"]``
+    (``lm_gym/Mixture-v0``), as ``"<task id>/<metric>"`` entries: ``summarize_episodes`` of its
+    episodes with its own corpus metrics (``corpus_metrics`` of the mixture's env of that task);
+    ``{}`` when the episodes name no task. ``lm_gym.results.task_evaluations`` splits them off again."""
+    tasks = [final.get("task") for final in finals]
+    names = sorted({task for task in tasks if isinstance(task, str)})
+    if not names:
+        return {}
+    task_envs = getattr(text_env_of(venv), "task_envs", {})
+    entries: dict[str, float] = {}
+    for name in names:
+        rows = [i for i, task in enumerate(tasks) if task == name]
+        group = [finals[i] for i in rows]
+        corpus = corpus_metrics(task_envs[name], group, language_model=perplexity_model) if name in task_envs else {}
+        evaluation = summarize_episodes([returns[i] for i in rows], [metrics[i] for i in rows], corpus)
+        entries.update({f"{name}/{key}": value for key, value in evaluation.items()})
+    return entries
 
 
 def evaluator(venv, policy: TextPolicy, args, autocast: contextlib.AbstractContextManager, *modules) -> Callable:

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from lm_gym.results import make_result, write_result
+from lm_gym.results import make_result, task_evaluations, write_result
 from lm_toolkit import distributed
 from lm_toolkit.rollouts import mean_metrics
 
@@ -312,14 +312,19 @@ class Run:
         distributed.leave()
         if not main:
             return {}
-        final_eval = eval_entries(self.curves[-1]) if self.curves else {}
+        final_eval, final_tasks = task_evaluations(eval_entries(self.curves[-1]) if self.curves else {})
+        initial_eval, initial_tasks = task_evaluations(self.initial_eval)
+        tasks = {  # a run on several tasks: each task's results (its evaluation entries "<task id>/<metric>")
+            task: {"initial_eval": initial_tasks.get(task), "final_eval": final_tasks.get(task)}
+            for task in sorted({*initial_tasks, *final_tasks})
+        }
         counters = self.counters
         result = make_result(
             env_id=self.args.env_id,
             algorithm=self.algorithm,
             seed=self.args.seed,
             config=asdict(self.args),
-            initial_eval=self.initial_eval,
+            initial_eval=initial_eval,
             final_eval=final_eval or None,
             curves=self.curves,
             wall_time_s=self.wall_time(),
@@ -332,12 +337,15 @@ class Run:
             device=str(device),
             samples=self.samples,
             world_size=world_size,
+            tasks=tasks,
         )
         write_result(self.out_dir, result)
         print(
             f"{self.args.env_id} {self.algorithm} seed {self.args.seed}: final evaluation {format_eval(final_eval)} "
-            f"(start {format_eval(self.initial_eval)})"
+            f"(start {format_eval(initial_eval)})"
         )
+        for task, evaluations in tasks.items():
+            print(f"  {task}: final evaluation {format_eval(evaluations['final_eval'])}")
         if self.tracker is not None:
             self.tracker.finish()
         return result

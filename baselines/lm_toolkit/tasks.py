@@ -36,10 +36,14 @@ def task_lengths(
     max_prompt_length: int | None = None,
     max_new_tokens: int | None = None,
     min_new_tokens: int | None = None,
+    env: Any = None,
 ) -> Lengths:
     """The task's ``token_level_defaults`` and ``generation_defaults`` (IMDB: EOS impossible before 48
-    tokens, as RL4LMs generates), overridden by the flags that are set."""
-    cls = task_class(env_id)
+    tokens, as RL4LMs generates), overridden by the flags that are set.
+
+    ``env``, one of the task's built envs, is read instead of the class when given: an env's defaults
+    may depend on its arguments (``lm_gym/Mixture-v0``: its tasks' longest lengths, no minimum)."""
+    cls = task_class(env_id) if env is None else env
     max_new = max_new_tokens or cls.token_level_defaults["max_new_tokens"]
     if min_new_tokens is None:
         min_new_tokens = min(cls.generation_defaults.get("min_new_tokens", 0), max_new)
