@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from lm_gym.core.errors import ConfigurationError, require_extra, safe_repr
+from lm_gym.core.errors import ConfigurationError, DataUnavailableError, require_extra, safe_repr
 from lm_gym.core.hub import require_local_or_hub
 from lm_gym.core.validation import check_device
 from lm_gym.rewards.reference import REFERENCE_METRICS, ReferenceReward
@@ -102,7 +102,13 @@ def _bert_scorer(model: Any, layers: Any, device: Any):
     layers = None if layers is None else check_int("bertscore_layers", layers, minimum=1)
     device = check_device("device", device)
     require_local_or_hub(model, f"the BERTScore model {model!r}", "Pass a local model directory as bertscore_model.")
-    return BERTScorer(model_type=model, num_layers=layers, device=device)
+    try:
+        return BERTScorer(model_type=model, num_layers=layers, device=device)
+    except Exception as error:  # noqa: BLE001 - transformers raises many types for a model it cannot load
+        raise DataUnavailableError(
+            f"could not load the BERTScore model {model!r} ({type(error).__name__}: {str(error)[:300]}); "
+            "pass bertscore_model=<a local model directory> (and bertscore_layers=) offline"
+        ) from error
 
 
 class FunctionReward:

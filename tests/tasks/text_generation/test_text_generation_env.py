@@ -410,3 +410,30 @@ def test_the_docs_example_runs(tmp_path, monkeypatch, capsys):
         "bleu",
         "num_words",
     }
+
+
+def test_bertscore_offline_names_the_model(jsonl):
+    pytest.importorskip("bert_score")
+    with pytest.raises(DataUnavailableError, match="BERTScore model 'roberta-large'"):
+        make(jsonl, reward="bertscore")
+    with pytest.raises(ConfigurationError, match="bertscore_layers must be given"):
+        make(jsonl, metrics=["bertscore"], bertscore_model="/no/such/model")
+
+
+def test_bertscore_with_a_local_model_is_a_per_sample_reward(tmp_path, jsonl):
+    pytest.importorskip("bert_score")
+    from transformers import BertConfig, BertModel
+
+    from lm_gym.core.tokenizer import train_tokenizer
+
+    tokenizer = train_tokenizer([row["summary"] + " " + row["document"] for row in ROWS] * 20, "tg-bert", 300)
+    tokenizer.model_max_length = 64
+    tokenizer.save_pretrained(tmp_path / "bert")
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2)
+    BertModel(config).save_pretrained(tmp_path / "bert")
+    env = make(jsonl, reward="bertscore", bertscore_model=str(tmp_path / "bert"), bertscore_layers=1, device="cpu")
+    env.reset(options={"index": 0})
+    _, same, _, _, info = env.step("A cat sat on a mat.")
+    env.reset(options={"index": 0})
+    _, other, *_ = env.step("Stocks fell sharply.")
+    assert same == pytest.approx(1.0, abs=1e-5) and other < same and info["metrics"]["bertscore"] == same
