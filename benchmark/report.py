@@ -25,14 +25,18 @@ too). The metrics are those of ``final_eval`` (``mean_return`` first; ``num_epis
 score), the same ones of ``initial_eval`` prefixed ``initial/``, each one's change from the
 initial evaluation to the final one prefixed ``gain/`` (per seed, so its interval says whether
 training moved the metric: a learning demonstration's "the CI over seeds excludes 0"), and ``wall_time_s``,
-``tokens_per_s``, ``episodes_per_s``, ``peak_memory_mb``. A metric some seeds lack (e.g. a run
-without evaluation) is computed over the seeds that have it, and says how many. With one seed
-there is nothing to resample: the interval is the point itself.
+``tokens_per_s``, ``episodes_per_s``, ``peak_memory_mb``. A run on several tasks
+(``lm_gym/Mixture-v0``; its result's ``tasks`` field) adds each task's metrics, named
+``<task id>/<metric>`` (and ``initial/<task id>/<metric>``, ``gain/<task id>/<metric>``). A metric
+some seeds lack (e.g. a run without evaluation) is computed over the seeds that have it, and says
+how many. With one seed there is nothing to resample: the interval is the point itself.
 
 **Writes** Markdown to stdout and ``<out>/report.md`` (one table per task: a row per
 algorithm with the number of seeds, ``mean_return`` as ``mean [low, high]``, the task's other
 episode metrics (``mean_<name>``; ``--metrics`` picks others, e.g. ``corpus_bleu``), the initial
-``mean_return``, its gain and the wall time), and ``<out>/report.json`` (``--out`` defaults to ``RUNS_DIR``)::
+``mean_return``, its gain and the wall time; for a run on several tasks, a second table with a row
+per algorithm and task: its ``mean_return``, initial ``mean_return``, gain and its episode metrics),
+and ``<out>/report.json`` (``--out`` defaults to ``RUNS_DIR``)::
 
     {"runs_dir": str, "confidence": float, "reps": int, "seed": int,
      "skipped": [{"path": str, "reason": str}, ...],     # paths relative to runs_dir
@@ -103,6 +107,11 @@ def metric_values(result: dict[str, Any]) -> dict[str, float]:
         for name, value in (evaluation or {}).items():
             if name != "num_episodes":  # a setting of the evaluation, not a score
                 values[prefix + name] = float(value)
+    for task, evaluations in (result.get("tasks") or {}).items():  # a run on several tasks: each task's
+        for prefix, key in (("", "final_eval"), (INITIAL_PREFIX, "initial_eval")):
+            for name, value in (evaluations[key] or {}).items():
+                if name != "num_episodes":
+                    values[f"{prefix}{task}/{name}"] = float(value)
     for name in [name for name in values if INITIAL_PREFIX + name in values]:
         values[GAIN_PREFIX + name] = values[name] - values[INITIAL_PREFIX + name]
     values.update({field: float(result[field]) for field in PERFORMANCE_FIELDS})
@@ -202,7 +211,45 @@ def to_markdown(report: dict[str, Any], metrics: Sequence[str] | None = None) ->
             seeds = len(group["seeds"])
             rows.append([algorithm, str(seeds), *(_cell(group["metrics"].get(name), seeds) for name in columns)])
         lines += ["", f"## {env_id}", "", *stats.markdown_table(["algorithm", "seeds", *columns], rows)]
+        lines += _task_table(env_id, algorithms)
     return "\n".join(lines) + "\n"
+
+
+def _task_table(env_id: str, algorithms: dict[str, Any]) -> list[str]:
+    """The lines of the per-task table of a run on several tasks (none for a run on one task): a row per
+    algorithm and task, its ``mean_return``, initial ``mean_return``, gain and its other episode metrics."""
+    tasks = sorted(
+        {
+            name.rpartition("/")[0]
+            for group in algorithms.values()
+            for name in group["metrics"]
+            if _is_final(name) and name.endswith("/mean_return")
+        }
+    )
+    if not tasks:
+        return []
+    columns = ["mean_return", INITIAL_PREFIX + "mean_return", GAIN_PREFIX + "mean_return"]
+    rows = []
+    for algorithm, group in algorithms.items():
+        seeds, metrics = len(group["seeds"]), group["metrics"]
+        for task in tasks:
+            cells = [_cell(metrics.get(_task_metric(name, task)), seeds) for name in columns]
+            others = [
+                f"{name} {_cell(metrics[f'{task}/{name}'], seeds)}"
+                for name in _metric_order(n.removeprefix(task + "/") for n in metrics if n.startswith(task + "/"))
+                if name.startswith("mean_") and name != "mean_return"
+            ]
+            rows.append([algorithm, task, str(seeds), *cells, "; ".join(others) or "-"])
+    headers = ["algorithm", "task", "seeds", *columns, "episode metrics"]
+    return ["", f"### {env_id}: each task", "", *stats.markdown_table(headers, rows)]
+
+
+def _task_metric(name: str, task: str) -> str:
+    """Report name ``name`` (maybe ``initial/`` or ``gain/``) of task ``task``: ``initial/<task>/mean_return``."""
+    for prefix in (INITIAL_PREFIX, GAIN_PREFIX):
+        if name.startswith(prefix):
+            return f"{prefix}{task}/{name.removeprefix(prefix)}"
+    return f"{task}/{name}"
 
 
 def _cell(summary: dict[str, Any] | None, group_seeds: int) -> str:

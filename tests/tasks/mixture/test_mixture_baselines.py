@@ -50,3 +50,36 @@ def test_task_evaluations_splits_the_entries_of_each_task():
     assert whole == {"mean_return": 0.5}
     assert tasks == {"lm_gym/IMDB-v0": {"mean_return": 0.7}, "a/B-v0": {"corpus_x": 1.0}}
     assert task_evaluations(None) == (None, {})
+
+
+def test_report_shows_a_row_per_task(tmp_path):
+    from benchmark import report
+    from lm_gym.results import make_result, write_result
+
+    def evaluation(mean_return, **metrics):
+        return {"num_episodes": 8, "mean_return": mean_return, "std_return": 0.1, **metrics}
+
+    for seed in (1, 2):
+        tasks = {
+            "lm_gym/IMDB-v0": {
+                "initial_eval": evaluation(0.4, mean_sentiment=0.4),
+                "final_eval": evaluation(0.5 + seed / 10, mean_sentiment=0.6),
+            },
+            "lm_gym/Wordle-v0": {"initial_eval": evaluation(-6.0), "final_eval": evaluation(-5.0)},
+        }
+        result = make_result(
+            env_id="lm_gym/Mixture-v0", algorithm="ppo", seed=seed, config={},
+            initial_eval=evaluation(-2.8), final_eval=evaluation(-2.2), curves=[], wall_time_s=1.0,
+            tokens_per_s=1.0, episodes_per_s=1.0, peak_memory_mb=1.0, checkpoint=None, device="cpu", tasks=tasks,
+        )  # fmt: skip
+        write_result(tmp_path / f"seed{seed}", result)
+    runs, skipped = report.collect_results(tmp_path)
+    summary = report.summarize(runs, reps=50)
+    metrics = summary["lm_gym/Mixture-v0"]["ppo"]["metrics"]
+    assert metrics["lm_gym/IMDB-v0/mean_return"]["mean"] == pytest.approx(0.65)
+    assert metrics["gain/lm_gym/Wordle-v0/mean_return"]["mean"] == pytest.approx(1.0)
+    markdown = report.to_markdown({"runs_dir": "x", "confidence": 0.95, "reps": 50, "seed": 0, "skipped": skipped,
+                                   "tasks": summary})  # fmt: skip
+    assert "### lm_gym/Mixture-v0: each task" in markdown
+    rows = [line for line in markdown.splitlines() if line.startswith("| ppo | lm_gym/")]
+    assert len(rows) == 2 and "mean_sentiment 0.600" in rows[0] and "-6.000" in rows[1]
