@@ -55,7 +55,7 @@ from lm_gym.metrics import corpus_metrics
 
 NLG = r'pip install "lm-gym\[nlg\]"'
 ids = sorted(env_id for env_id in gymnasium.registry if env_id.startswith("lm_gym/"))
-assert len(ids) == 8, ids
+assert len(ids) == 10, ids  # the eight tasks, TextGeneration-v0 and Mixture-v0
 for env_id in ids:
     offline = dict(task_class(env_id).offline_kwargs)
     for level in ("utterance", "token"):

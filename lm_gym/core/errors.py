@@ -23,6 +23,11 @@ class ConfigurationError(LMGymError, ValueError):
     """An environment or wrapper argument has a value that cannot be used."""
 
 
+class UnknownArgumentError(ConfigurationError, TypeError):
+    """An argument the env's constructor does not take: a ``TypeError`` with Python's wording
+    ("got an unexpected keyword argument 'name'"), as callers that probe optional arguments expect."""
+
+
 class DataUnavailableError(LMGymError, RuntimeError):
     """A dataset, tokenizer or model could not be loaded from the chosen source, or a package of an
     optional extra that a feature needs is not installed (:func:`require_extra`)."""

@@ -32,7 +32,7 @@ from typing import Any
 import gymnasium
 from gymnasium.envs.registration import EnvSpec
 
-from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.errors import ConfigurationError, UnknownArgumentError, safe_repr
 from lm_gym.core.text_env import TextEnv
 from lm_gym.core.token_level import TokenLevel
 from lm_gym.core.token_vector import TokenVectorEnv
@@ -73,7 +73,8 @@ def register(env_id: str, entry_point: type[TextEnv] | str, **default_kwargs: An
     vectorization_mode="vector_entry_point")`` gives the native vector env at either level.
     Registering an id again replaces it (Gymnasium warns). Everything is checked before
     anything is registered: a bad id, a module that fails to import, a class that is not a
-    ``TextEnv`` or a default its constructor does not take raise :class:`ConfigurationError`.
+    ``TextEnv`` raise :class:`ConfigurationError`, a default its constructor does not take
+    :class:`~lm_gym.core.errors.UnknownArgumentError` (a ``ConfigurationError`` and a ``TypeError``).
     """
     if not isinstance(env_id, str) or not env_id or ":" in env_id:
         raise ConfigurationError(f"env_id must be a Gymnasium id such as 'my/Task-v0', got {safe_repr(env_id)}")
@@ -224,7 +225,9 @@ def _load_class(reference: Any, name: str) -> type[TextEnv]:
 
 def _class_reference(cls: type[TextEnv]) -> type[TextEnv] | str:
     """``"module:Class"`` when that string imports ``cls`` back (the spec stays JSON), else the class."""
-    found: Any = importlib.import_module(cls.__module__) if cls.__module__ != "__main__" else None
+    # a class of a module Python did not import (exec'd code) or of __main__ (another module in a
+    # subprocess) cannot be found by name again
+    found: Any = sys.modules.get(cls.__module__) if cls.__module__ != "__main__" else None
     for part in cls.__qualname__.split("."):
         found = getattr(found, part, None)
     return f"{cls.__module__}:{cls.__qualname__}" if found is cls else cls
@@ -238,9 +241,10 @@ def _check_arguments(cls: type[TextEnv], kwargs: dict[str, Any], caller: str) ->
     accepted = [name for name in parameters if name != "self"]
     unknown = sorted(set(kwargs) - set(accepted) - set(_ENV_ARGUMENTS) - set(_TOKEN_ARGUMENTS))
     if unknown:
-        raise ConfigurationError(
-            f"{caller}: {cls.__name__} takes no argument {', '.join(unknown)}; it takes {accepted}, "
-            f"and {list(_ENV_ARGUMENTS)} (with the token level's {list(_TOKEN_ARGUMENTS)})"
+        others = f" (and {', '.join(unknown[1:])})" if len(unknown) > 1 else ""
+        raise UnknownArgumentError(
+            f"{caller}: {cls.__name__}() got an unexpected keyword argument {unknown[0]!r}{others}; it takes "
+            f"{accepted}, and {list(_ENV_ARGUMENTS)} (with the token level's {list(_TOKEN_ARGUMENTS)})"
         )
 
 
@@ -285,7 +289,7 @@ def _build_task(
     """The task's utterance-level env and, at token level, the token-level arguments (see :func:`make_env`)."""
     check_choice("action_level", action_level, ACTION_LEVELS)
     cls = _load_class(text_env, "text_env")
-    _check_arguments(cls, kwargs, f"{cls.__name__}")
+    _check_arguments(cls, kwargs, "gymnasium.make")
     token_kwargs = {key: kwargs.pop(key) for key in _TOKEN_ARGUMENTS if key in kwargs}
     if action_level == "utterance" and token_kwargs:
         raise ConfigurationError(f"{sorted(token_kwargs)} only apply with action_level='token'")
