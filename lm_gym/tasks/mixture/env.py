@@ -297,25 +297,32 @@ class MixtureEnv(TextEnv):
             )
         utterance, query = self._envs[self._task].prepare_step(self._fit(action))
         if query is not None:
-            query = dataclasses.replace(query, meta=TaskMeta(query.meta, self._task))
+            query = RewardQuery(query.prompt, query.utterance, query.references, TaskMeta(query.meta, self._task))
         return utterance, query
 
     def parse_action(self, action: Any) -> str:
         """The utterance of ``action`` for the current episode's task: a ``str`` within the mixture's
         limit, cut to the task's and parsed as the task parses it. Changes no state."""
         if self._task is None:
-            return self._fit(action)
+            return checked_utterance(action, self.action_space.max_length)
         return self._envs[self._task].parse_action(self._fit(action))
 
-    def _fit(self, action: Any) -> str:
-        utterance = checked_utterance(action, self.action_space.max_length)
-        if self._task is None:
-            return utterance
-        return utterance[: self._envs[self._task].action_space.max_length]
+    def _fit(self, action: Any) -> Any:
+        """``action`` for the episode's task: one within the task's limit goes as it is (the task checks it
+        as its own env does); a longer one is checked against the mixture's limit and cut to the task's."""
+        limit = self.action_space.max_length if self._task is None else self._envs[self._task].action_space.max_length
+        if isinstance(action, str) and len(action) <= limit:
+            return action
+        return checked_utterance(action, self.action_space.max_length)[:limit]
 
     def _transition(self, utterance: str, score: float | None) -> StepResult:
         observation, reward, terminated, truncated, info = self._envs[self._task].finish_step(utterance, score)
         return observation, reward, terminated, truncated, {**info, "task": self._task}
+
+    def _observe(self, text: str) -> str:
+        # the task's env fitted it into its observation space, which the mixture's contains
+        self._last_observation = text
+        return text
 
     def token_protocol(self) -> dict[str, Any]:
         """The current episode's task's token-level protocol (its lengths, truncation side and character
