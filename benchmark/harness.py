@@ -33,8 +33,13 @@ from benchmark.attempt import job_finished
 from benchmark.placement import launcher, parse_gpus, plan_slots
 from benchmark.report import report_runs
 from benchmark.scheduler import Scheduler
-from benchmark.suite import ROOT, expand_jobs, load_suite
+from benchmark.suite import ROOT, SUITES_DIR, expand_jobs, load_suite
 from lm_gym.core.errors import ConfigurationError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -199,7 +204,7 @@ def _run_suite(args: argparse.Namespace, console: Console) -> int:
     else:
         console.print(f"report: python -m benchmark report {out_root}")
     if args.board:
-        status = max(status, _compile_board(out_root, console))
+        status = max(status, _compile_board(out_root, console, suite.path))
     return status
 
 
@@ -208,11 +213,16 @@ def _write_report(out_root: Path, console: Console) -> int:
     return report_runs(out_root)
 
 
-def _compile_board(out_root: Path, console: Console) -> int:
-    """The leaderboard of the finished jobs, compiled by its own command (the harness imports no leaderboard code)."""
+def _compile_board(out_root: Path, console: Console, suite_file: Path) -> int:
+    """The leaderboard of the finished jobs, compiled by its own command (the harness imports no leaderboard code).
+
+    A suite file of your own (not one of benchmark/suites/) with ``[boards.<name>]`` tables defines its boards."""
     board = out_root / "board"
     console.print(f"\n[bold]leaderboard[/] of the finished jobs: {board / 'index.html'}")
     command = [sys.executable, "-m", "leaderboard", "compile", str(out_root), "--out", str(board)]
+    suite_file = suite_file.resolve()
+    if suite_file.parent != SUITES_DIR and "boards" in tomllib.loads(suite_file.read_text()):
+        command += ["--boards", str(suite_file)]
     return subprocess.run(command, cwd=ROOT, check=False).returncode
 
 

@@ -95,9 +95,12 @@ def load_suite(name_or_path: str) -> Suite:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as error:
         raise SuiteError(f"{path}: not valid TOML: {error}") from None
-    unknown = set(data) - {"suite", "defaults", "algorithms", "tasks"}
+    # [boards.<name>]: boards over the suite's tasks, read by python -m leaderboard --boards (not by the harness)
+    unknown = set(data) - {"suite", "defaults", "algorithms", "tasks", "boards"}
     if unknown:
-        raise SuiteError(f"{path}: unknown sections {sorted(unknown)}; expected suite, defaults, algorithms, tasks")
+        raise SuiteError(
+            f"{path}: unknown sections {sorted(unknown)}; expected suite, defaults, algorithms, tasks, boards"
+        )
     settings = _table(data.get("suite", {}), f"{path}: [suite]")
     _check_keys(settings, _SUITE_KEYS, f"{path}: [suite]")
     seeds = settings.get("seeds", [1])

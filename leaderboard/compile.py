@@ -9,7 +9,10 @@ cells say why not. With fewer than 3 seeds every number is a point estimate, mar
 (or ``n=2``), with no interval. Entries are validated as untrusted input
 (``leaderboard.entry``). A board holds the entries of one board: ``--board`` picks one;
 without it, inputs that span several boards (``runs/offline`` holds runs of ``offline-text``
-and ``offline-games``) compile each board into ``DIR/<board>/``.
+and ``offline-games``) compile each board into ``DIR/<board>/``. ``--boards FILE`` adds the boards of
+a file of yours (``[boards.<name>]`` tables, e.g. in the suite file): boards over your own tasks, scored
+by the reference points the file gives; a metric without them is shown raw, and each score it would
+enter is ``{"reason": "no reference points for ...: add [boards.<name>.reference_points] ..."}``.
 
 Outputs in ``DIR``:
 
@@ -43,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard import scoring
-from leaderboard.boards import boards, task_metrics
+from leaderboard.boards import Board, BoardsError, add_boards_argument, boards, load_boards_files, task_metrics
 from leaderboard.entry import MIN_RUNS, EntryError, load_entry
 from leaderboard.numbers import significant
 from leaderboard.submit import SubmitError, build_entry
@@ -98,12 +101,21 @@ def compile_board(
     names = _unique_names(entries)
     points = scoring.load_reference_points(board_name)
     tasks, splits = list(boards()[board_name].tasks), task_metrics(board_name)
+    # a board of your own may lack reference points: those tasks get raw metrics and, for scores, the reason
+    unscored = {
+        kind: {
+            env_id: missing
+            for env_id in scoring.scored_tasks(board_name, kind)
+            if (missing := scoring.unscored_metrics(board_name, env_id, points, kind))
+        }
+        for kind in scoring.KINDS
+    }
     data: dict[str, Any] = {
         "board": {"name": board_name, "description": boards()[board_name].description},
         "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "statistics": (
-            f"Scores: each metric normalised by the task's reference points (0: uniformly random tokens, 1: the "
-            f"references or the scripted expert), averaged per run; over runs and tasks the mean and the interquartile "
+            f"Scores: each metric normalised by {_normalised_by(boards()[board_name])}, averaged per run; over runs "
+            f"and tasks the mean and the interquartile "
             f"mean (IQM) with 95% stratified bootstrap confidence intervals (rliable, {reps} resamples). Raw metrics: "
             f"mean over seeds with a 95% bootstrap interval. With fewer than {MIN_RUNS} seeds a number is the point "
             f"estimate alone, marked n=1 (or n=2). Entries without every task, each with the same seeds, have no "
@@ -117,8 +129,10 @@ def compile_board(
         "entries": [],
     }
     for index, (name, entry) in enumerate(zip(names, entries)):
-        data["entries"].append(_entry_data(f"e{index}", name, entry, points, reps, seed))
-    data["improvement"] = _improvement(entries, data["entries"], points, poi_reps, seed)
+        data["entries"].append(_entry_data(f"e{index}", name, entry, points, reps, seed, unscored))
+    # rliable's probability of improvement is over the task scores of every task
+    scored = [] if unscored["task"] else entries
+    data["improvement"] = _improvement(scored, data["entries"], points, poi_reps, seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     data["plots"] = _plots(entries, data, out_dir, tasks)
     (out_dir / "board.json").write_text(json.dumps(data, indent=1, allow_nan=False))
@@ -127,7 +141,16 @@ def compile_board(
     return data
 
 
-def _entry_data(entry_id: str, name: str, entry: dict[str, Any], points, reps: int, seed: int) -> dict[str, Any]:
+def _entry_data(
+    entry_id: str,
+    name: str,
+    entry: dict[str, Any],
+    points,
+    reps: int,
+    seed: int,
+    unscored: dict[str, dict[str, tuple[str, ...]]],
+) -> dict[str, Any]:
+    """The entry's numbers; ``unscored``: ``{kind: {env_id: its metrics of that kind without reference points}}``."""
     tasks = entry["tasks"]
     seeds = sorted({run["seed"] for task in tasks.values() for run in task["runs"]})
     overall: dict[str, Any] = {}
@@ -137,9 +160,22 @@ def _entry_data(entry_id: str, name: str, entry: dict[str, Any], points, reps: i
     }
     missing = None if scoring.is_complete(entry, min_runs=1) else _why_no_overall_score(entry)
     for kind in scoring.KINDS:
-        scores = scoring.aggregate({name: entry}, kind=kind, reps=reps, seed=seed, points=points)[name]
+        scorable = entry
+        if unscored[kind]:  # score the tasks with reference points; the others' scores are a reason
+            scorable = {
+                **entry,
+                "tasks": {env_id: task for env_id, task in tasks.items() if env_id not in unscored[kind]},
+            }
+            for env_id in tasks.keys() & unscored[kind].keys():
+                reason = scoring.no_points_reason(entry["board"], env_id, unscored[kind][env_id])
+                per_task[env_id][f"{kind}_score"] = {"reason": reason}
+        scores = scoring.aggregate({name: scorable}, kind=kind, reps=reps, seed=seed, points=points)[name]
         for statistic in ("mean", "iqm"):
-            reason = missing or (None if scores["tasks"] else f"no {kind} metric on this board")
+            reason = (
+                missing
+                or _no_points_overall(unscored[kind])
+                or (None if scores["tasks"] else f"no {kind} metric on this board")
+            )
             overall[f"{kind}_{statistic}"] = {"reason": reason} if reason else _number(scores[statistic], len(seeds))
         for env_id, item in scores["per_task"].items():
             per_task[env_id][f"{kind}_score"] = _number({"value": item["mean"], "ci": item["ci"]}, item["num_runs"])
@@ -280,12 +316,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "entries (default: 200; 2000 for a published board)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    add_boards_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """The ``compile`` command; returns the exit status."""
     out = Path(args.out)
     try:
+        load_boards_files(args.boards)
         entries = collect_entries(args.inputs)
         names = [args.board] if args.board else sorted({entry["board"] for entry in entries}) or [None]
         for name in names:
@@ -295,7 +333,11 @@ def run(args: argparse.Namespace) -> int:
                 f"{len(data['entries'])} entries on board {data['board']['name']}: "
                 f"open {folder.resolve() / 'index.html'}"
             )
-    except (CompileError, EntryError, SubmitError, scoring.ScoringError) as error:
+            user_board = boards()[data["board"]["name"]].defined_in is not None
+            for env_id in data["tasks"] if user_board else ():
+                if not any(env_id in item["tasks"] for item in data["entries"]):
+                    print(f"note: board {data['board']['name']} has no runs of {env_id}", file=sys.stderr)
+    except (BoardsError, CompileError, EntryError, SubmitError, scoring.ScoringError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
@@ -330,6 +372,24 @@ def _unique_names(entries: list[dict[str, Any]]) -> list[str]:
 def _number(statistic: dict[str, Any], runs: int) -> dict[str, Any]:
     """A number of the board: ``{"value", "ci", "n"}`` (``n``: the seeds it comes from)."""
     return {"value": statistic["value"], "ci": statistic["ci"], "n": runs}
+
+
+def _no_points_overall(unscored: dict[str, tuple[str, ...]]) -> str | None:
+    """The overall score's reason when tasks of the board lack reference points (None: none does)."""
+    if not unscored:
+        return None
+    shown = [f"{env_id} {', '.join(metrics)}" for env_id, metrics in list(unscored.items())[:2]]
+    more = f"; {len(unscored) - 2} more tasks" if len(unscored) > 2 else ""
+    return f"no reference points for {'; '.join(shown)}{more}"
+
+
+def _normalised_by(board: Board) -> str:
+    if board.defined_in is None:
+        return "the task's reference points (0: uniformly random tokens, 1: the references or the scripted expert)"
+    return (
+        f"the reference points of the board's file, {board.defined_in.name} (0 at low, 1 at high; a metric without "
+        f"them has its raw values only, and the scores it would enter say why)"
+    )
 
 
 def _why_no_overall_score(entry: dict[str, Any]) -> str:

@@ -28,7 +28,9 @@ every text it shows.
 
 Command line (``python -m leaderboard validate``)::
 
-    python -m leaderboard validate ENTRY.json... [--accept-into DIR]
+    python -m leaderboard validate ENTRY.json... [--accept-into DIR] [--boards FILE]
+
+(``--boards FILE``: an entry of a board over your own tasks is checked against the file's board.)
 
 prints ``path: valid`` (``, accepted as FILE`` with ``--accept-into``) or ``path: reason``, one
 line per file, and exits 0 when every file is valid, 1 otherwise.
@@ -37,6 +39,7 @@ line per file, and exits 0 when every file is valid, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import copy
 import errno
 import functools
 import hashlib
@@ -55,7 +58,15 @@ from typing import Any
 
 import jsonschema
 
-from leaderboard.boards import Board, boards, task_metrics
+from leaderboard.boards import (
+    USER_ENV_ID_PATTERN,
+    Board,
+    BoardsError,
+    add_boards_argument,
+    boards,
+    load_boards_files,
+    task_metrics,
+)
 from lm_gym.core.errors import LMGymError
 
 SCHEMA_VERSION = 1
@@ -91,6 +102,7 @@ DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 _PATTERN_MEANINGS = {
     ENV_ID_PATTERN: "an env id (lm_gym/<Name>-v<N>)",
+    USER_ENV_ID_PATTERN: "an env id ([<namespace>/]<Name>[-v<N>])",
     METRIC_NAME_PATTERN: "a metric name (mean_<name>, corpus_<name>, num_episodes or std_return)",
     VERSION_PATTERN: "a version (letters, digits, '.+_-')",
     COMMIT_PATTERN: "a git commit (7-40 lowercase hex digits, optionally -dirty)",
@@ -199,6 +211,18 @@ ENTRY_SCHEMA: dict[str, Any] = {
     },
 }
 
+
+def entry_schema() -> dict[str, Any]:
+    """:data:`ENTRY_SCHEMA`, or with boards of your own (``--boards``) their names and env ids allowed too."""
+    if sorted(boards()) == ENTRY_SCHEMA["properties"]["board"]["enum"]:
+        return ENTRY_SCHEMA
+    schema = copy.deepcopy(ENTRY_SCHEMA)
+    schema["properties"]["board"]["enum"] = sorted(boards())
+    # the tasks must be the board's own (checked after the schema), so any registered id passes here
+    schema["properties"]["tasks"]["propertyNames"]["pattern"] = USER_ENV_ID_PATTERN
+    return schema
+
+
 _MAX_SHOWN_PROBLEMS = 5
 _DEPTH_STEPS = {"[": 1, "{": 1, "]": -1, "}": -1}
 # A JSON string, or an unterminated one running to the end of the text. It always matches once
@@ -292,10 +316,16 @@ def add_validate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--accept-into", type=Path, metavar="DIR", help="store a canonical copy of each valid entry in DIR"
     )
+    add_boards_argument(parser)
 
 
 def run_validate(args: argparse.Namespace) -> int:
     """The ``validate`` command; returns the exit status."""
+    try:
+        load_boards_files(args.boards)
+    except BoardsError as error:
+        print(f"python -m leaderboard validate: error: {error}")
+        return 2
     all_valid = True
     for path in args.entries:
         try:
@@ -351,10 +381,14 @@ def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, An
     return obj
 
 
-@functools.cache
 def _validator() -> jsonschema.protocols.Validator:
+    return _validator_of(tuple(sorted(boards())))
+
+
+@functools.cache
+def _validator_of(board_names: tuple[str, ...]) -> jsonschema.protocols.Validator:
     validator_class = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _whole_string_pattern})
-    return validator_class(ENTRY_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    return validator_class(entry_schema(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
 def _whole_string_pattern(

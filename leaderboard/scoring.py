@@ -2,7 +2,8 @@
 
 **Normalisation.** Each metric a task is scored on (``boards.toml``) is mapped to a common
 scale by its two reference points (``reference_points.py``: the board's block of
-``reference_points.json``): :func:`normalise` ``= (x - low) / (high - low)``, 0 at
+``reference_points.json``; a board of your own: those of its file, ``leaderboard.boards``):
+:func:`normalise` ``= (x - low) / (high - low)``, 0 at
 ``low`` (random tokens, or a documented floor), 1 at ``high`` (the references or the scripted
 expert). ``low > high`` is a metric where lower is better; equal points define no scale and
 are refused. Scores may leave [0, 1]: a policy can beat the references or fall below random text.
@@ -46,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from leaderboard.boards import boards, task_metrics
+from leaderboard.boards import boards, is_user_board, task_metrics, user_reference_points, where
 from leaderboard.entry import MIN_RUNS
 from lm_gym import stats
 from lm_gym.core.errors import LMGymError
@@ -70,7 +71,9 @@ def normalise(value: float, low: float, high: float, *, metric: str = "a metric"
 
 
 def load_reference_points(board: str, path: str | Path = REFERENCE_POINTS_FILE) -> ReferencePoints:
-    """The reference points of ``board`` from ``path``."""
+    """The reference points of ``board`` from ``path``; a board of your own's, from its file (those it gives)."""
+    if is_user_board(board) and Path(path) == REFERENCE_POINTS_FILE:
+        return user_reference_points(board)
     measure = f"measure them with `python -m leaderboard.reference_points --board {board}`"
     path = Path(path)
     if not path.is_file():
@@ -92,6 +95,25 @@ def scored_tasks(board: str, kind: str = "task") -> tuple[str, ...]:
 def entry_tasks(entry: Mapping[str, Any], kind: str = "task") -> tuple[str, ...]:
     """The tasks of :func:`scored_tasks` that ``entry`` has runs of (all of them for a valid entry)."""
     return tuple(env_id for env_id in scored_tasks(entry["board"], kind) if env_id in entry["tasks"])
+
+
+def unscored_metrics(board: str, env_id: str, points: ReferencePoints, kind: str = "task") -> tuple[str, ...]:
+    """The metrics of ``kind`` that ``board`` scores ``env_id`` on and that have no reference points in ``points``."""
+    _check_kind(kind)
+    return tuple(name for name in getattr(task_metrics(board)[env_id], kind) if name not in points.get(env_id, {}))
+
+
+def no_points_reason(board: str, env_id: str, metrics: tuple[str, ...]) -> str:
+    """One line: why ``env_id`` has no score on ``board`` (``metrics`` lack reference points), and what gives it one."""
+    if is_user_board(board):
+        return (
+            f"no reference points for {env_id} {', '.join(metrics)}: "
+            f"add {where(board, 'reference_points')} low/high to score it"
+        )
+    return (
+        f"no reference points for {env_id} {', '.join(metrics)}: "
+        f"measure them with python -m leaderboard.reference_points --board {board}"
+    )
 
 
 def is_complete(entry: Mapping[str, Any], min_runs: int = MIN_RUNS) -> bool:

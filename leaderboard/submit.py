@@ -3,7 +3,7 @@
 Command line::
 
     python -m leaderboard submit RUN_DIRS... --name NAME [--algorithm A] [--board B]
-                                 [--method M] [--model X] [--description D] --out entry.json
+                                 [--method M] [--model X] [--description D] [--boards FILE] --out entry.json
 
 :func:`build_entry` reads every ``result.json`` under the folders (at any depth, with
 :func:`lm_gym.results.load_result`; a file that does not load is an error, since leaving a seed
@@ -12,7 +12,8 @@ out silently would change the entry) and builds the entry of ``leaderboard/READM
 * **algorithm**: the runs of ``--algorithm``; without it the folders must hold one algorithm.
 * **board**: ``--board``, else the board of the suite a folder on the runs' paths is named
   after (``runs/smoke/...``) whose tasks include every task of the runs (the ``offline``
-  suite's runs go to ``offline-text`` or ``offline-games``). Every task of the board needs
+  suite's runs go to ``offline-text`` or ``offline-games``); with ``--boards FILE`` (boards over your
+  own tasks), failing that, the one of the file's boards that has them. Every task of the board needs
   runs, no other task may have any, and every final evaluation played the board's
   ``eval_episodes`` episodes.
 * **seeds**: at least 3 (at most 20) per task, distinct, and the same seeds for every task.
@@ -50,7 +51,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from leaderboard.boards import Board, boards, task_metrics
+from leaderboard.boards import Board, add_boards_argument, boards, load_boards_files, registered_id, task_metrics, where
 from leaderboard.entry import (
     LINE_REFUSED_CHARACTERS,
     MAX_CURVE_POINTS,
@@ -141,20 +142,33 @@ def add_submit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithm", help="the runs' algorithm (needed when the folders hold several)")
     parser.add_argument(
         "--board",
-        choices=sorted(boards()),
         help=(
-            "the board (default: the board of the suite a folder on the runs' paths is named after "
-            "that has the runs' tasks)"
+            f"the board, one of {', '.join(sorted(boards()))} or one of --boards (default: the board of the suite "
+            "a folder on the runs' paths is named after that has the runs' tasks)"
         ),
     )
     parser.add_argument("--method", help="the method's name (default: the algorithm)")
     parser.add_argument("--model", help="the policy (default: from the runs' configs)")
     parser.add_argument("--description", default="", help="free text, at most 2000 characters")
     parser.add_argument("--out", type=Path, required=True, help="the entry file to write")
+    add_boards_argument(parser)
 
 
 def run_submit(args: argparse.Namespace) -> int:
     """The ``submit`` command; returns the exit status."""
+    try:
+        load_boards_files(args.boards)
+    except LMGymError as error:
+        print(f"python -m leaderboard submit: error: {error}", file=sys.stderr)
+        return 2
+    if args.board is not None and args.board not in boards():
+        choices = ", ".join(repr(name) for name in sorted(boards()))
+        print(
+            f"python -m leaderboard submit: error: argument --board: invalid choice: {args.board!r} "
+            f"(choose from {choices})",
+            file=sys.stderr,
+        )
+        return 2
     try:
         entry = build_entry(
             args.run_dirs,
@@ -212,6 +226,8 @@ def _board_from_paths(runs: list[Run]) -> str:
     """The board of the suite (or board) a folder on the runs' paths is named after that has every task of the runs."""
     parts = {part for path, _ in runs for part in path.parts}
     named = [board for board in boards().values() if board.name in parts or board.suite in parts]
+    if not named:  # boards of your own (--boards) need no folder named after them
+        named = [board for board in boards().values() if board.defined_in is not None]
     if not named:
         raise SubmitError(
             "cannot tell the board from the folders "
@@ -221,6 +237,8 @@ def _board_from_paths(runs: list[Run]) -> str:
     found = [board.name for board in named if tasks <= set(board.tasks)]
     if len(found) == 1:
         return found[0]
+    if not found and len(named) == 1 and named[0].defined_in is not None:
+        return named[0].name  # a board of your own: the error names the tasks it lacks, and where they are listed
     if not found:
         raise SubmitError(
             f"no board among {', '.join(board.name for board in named)} has every task of the runs "
@@ -235,16 +253,20 @@ def _runs_by_task(runs: list[Run], board: str, partial: bool = False) -> dict[st
         raise SubmitError(f"unknown board {board!r} (boards: {', '.join(sorted(boards()))})")
     by_task: dict[str, list[Run]] = defaultdict(list)
     for path, result in runs:
-        by_task[result["env_id"]].append((path, result))
+        by_task[registered_id(result["env_id"])].append((path, result))
     tasks = boards()[board].tasks
+    defined_in = boards()[board].defined_in
+    # a board of your own: where its tasks are listed
+    listed = "" if defined_in is None else f" ({where(board, 'env_kwargs')} of {defined_in})"
     others = sorted(set(by_task) - set(tasks))
     if others:
         raise SubmitError(
             f"runs of tasks that are not on board {board}: {', '.join(others)} (e.g. {by_task[others[0]][0][0]})"
+            + listed
         )
     missing = [env_id for env_id in tasks if env_id not in by_task]
     if missing and not partial:
-        raise SubmitError(f"no runs of {', '.join(missing)}: board {board} needs every one of its tasks")
+        raise SubmitError(f"no runs of {', '.join(missing)}: board {board} needs every one of its tasks" + listed)
     return {env_id: sorted(by_task[env_id], key=lambda run: run[1]["seed"]) for env_id in tasks if env_id in by_task}
 
 
@@ -286,6 +308,11 @@ def _check_evaluations(by_task: dict[str, list[Run]], board: Board) -> None:
             if result["final_eval"] is None:
                 raise SubmitError(f"{path}: the run has no final evaluation (final_eval is null)")
             missing = [name for name in required if name not in result["final_eval"]]
+            if missing and board.defined_in is not None:  # a board of your own: the key that names them
+                raise SubmitError(
+                    f"{path}: final_eval lacks {', '.join(missing)}, which {where(board.name, 'metrics', env_id)} of "
+                    f"{board.defined_in} names (the run has {', '.join(sorted(result['final_eval']))})"
+                )
             if missing:
                 raise SubmitError(f"{path}: final_eval lacks {', '.join(missing)}, which the board scores {env_id} on")
             if result["final_eval"]["num_episodes"] != board.eval_episodes:
