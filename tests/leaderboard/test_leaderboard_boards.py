@@ -14,6 +14,11 @@ def flag(argv, name):
     return argv[argv.index(name) + 1] if name in argv else None
 
 
+#: The smoke suite runs them (everything runs end to end), no built-in board scores them: they play the
+#: user's data and tasks, which have no reference points; compiling leaves their runs out with a note.
+USERS_TASKS = ("lm_gym/TextGeneration-v0", "lm_gym/Mixture-v0")
+
+
 @pytest.mark.parametrize("suite_name", sorted({board.suite for board in boards().values()}))
 def test_every_run_of_a_suite_is_scored_by_one_of_its_boards_as_it_ran(suite_name, tmp_path):
     jobs = expand_jobs(load_suite(suite_name), tmp_path)
@@ -22,6 +27,8 @@ def test_every_run_of_a_suite_is_scored_by_one_of_its_boards_as_it_ran(suite_nam
     assert jobs
     for job in jobs:
         env_id = flag(job.argv, "--env-id")
+        if env_id in USERS_TASKS:
+            continue
         owners = [board for board in suite_boards(suite_name) if env_id in board.tasks]
         assert len(owners) == 1, f"{job.key}: {env_id} is on {len(owners)} boards of suite {suite_name}"
         board = owners[0]

@@ -77,9 +77,11 @@ def write_smoke_runs(root: Path) -> None:
     runs it on, with its configs (RL from the task's SFT checkpoint where there is one), one seed;
     then ``--algos ppo grpo --num-seeds 3``."""
     suite = load_suite("smoke")
-    with_sft = {task["env_id"] for task in suite.tasks.values() if "sft" in task["algorithms"]}
+    # the runs of the tasks the smoke board scores (the suite also runs TextGeneration and Mixture)
+    scored = [task for task in suite.tasks.values() if task["env_id"] in boards()["smoke"].tasks]
+    with_sft = {task["env_id"] for task in scored if "sft" in task["algorithms"]}
     for algorithm, quality in QUALITY.items():
-        tasks = [task["env_id"] for task in suite.tasks.values() if algorithm in task["algorithms"]]
+        tasks = [task["env_id"] for task in scored if algorithm in task["algorithms"]]
 
         def config(env_id, algorithm=algorithm):
             warm = algorithm in ("ppo", "nlpo", "grpo", "rloo") and env_id in with_sft
