@@ -1,0 +1,117 @@
+"""Steps per second of a served task (``python -m lm_gym.serve``) against the in-process native vector env.
+
+    python benchmark/perf/serve_throughput.py [--clients 1 8 64] [--steps 20] [--tasks imdb wordle]
+
+For each task (offline kwargs: IMDB ``source="synthetic"`` with its offline sentiment model,
+Wordle) and each N in ``--clients``:
+
+* **native**: ``gymnasium.make_vec(task, N, vectorization_mode="vector_entry_point")`` stepped in
+  this process, N utterances a step (one reward call);
+* **served**: a server (``lm_gym.serve``, loopback, batch window ``--window-ms``) in a child process
+  and N concurrent sessions in this one (``lm_gym/Remote-v0``'s vector form: N WebSocket sessions,
+  each step sent concurrently and answered separately);
+* **served, batching off**: the same server with ``--no-batching`` (every session's step its own
+  reward call).
+
+Steps per second count single-session steps (N per vector step). Prints each rate and the ratios
+served/native and batched/unbatched. The issue's goals at 64 clients: served >= 0.8x native,
+batched >= 5x unbatched. Loopback only; the server and the clients share this machine's cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import gymnasium
+
+import lm_gym  # noqa: F401  (registers the tasks)
+import lm_gym.serve  # noqa: F401  (registers lm_gym/Remote-v0)
+
+TASKS = {
+    "imdb": ("lm_gym/IMDB-v0", {"source": "synthetic"}, ["a wonderful film, moving and funny", "boring and too long"]),
+    "wordle": ("lm_gym/Wordle-v0", {}, ["crane", "slate", "pious", "adieu"]),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(env_id: str, kwargs: dict, batching: bool, window_ms: float, max_sessions: int):
+    import json
+
+    port = free_port()
+    command = [sys.executable, "-m", "lm_gym.serve", env_id, "--env-kwargs", json.dumps(kwargs), "--port", str(port),
+               "--max-sessions", str(max_sessions + 4), "--batch-window-ms", str(window_ms)]  # fmt: skip
+    if not batching:
+        command.append("--no-batching")
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/health", timeout=2)
+            return process, url
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server for {env_id} did not start") from None
+            time.sleep(0.2)
+
+
+def rate(env, utterances: list[str], steps: int) -> float:
+    """Single-session steps per second of ``env`` (a vector env), after a warm-up."""
+    n = env.num_envs
+    env.reset(seed=0)
+    actions = [[utterances[(t + i) % len(utterances)] for i in range(n)] for t in range(steps + 2)]
+    for t in range(2):
+        env.step(actions[t])
+    start = time.perf_counter()
+    for t in range(2, steps + 2):
+        env.step(actions[t])
+    return n * steps / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 64])
+    parser.add_argument("--steps", type=int, default=20, help="vector steps timed per measurement")
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--window-ms", type=float, default=2.0)
+    args = parser.parse_args()
+    rows = []
+    for task in args.tasks:
+        env_id, kwargs, utterances = TASKS[task]
+        servers = {b: start_server(env_id, kwargs, b, args.window_ms, max(args.clients)) for b in (True, False)}
+        try:
+            for n in args.clients:
+                native = gymnasium.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point", **kwargs)
+                result = {"native": rate(native, utterances, args.steps)}
+                native.close()
+                for batching, (_, url) in servers.items():
+                    remote = gymnasium.make_vec(
+                        "lm_gym/Remote-v0", num_envs=n, vectorization_mode="vector_entry_point", url=url
+                    )
+                    result["served" if batching else "unbatched"] = rate(remote, utterances, args.steps)
+                    remote.close()
+                rows.append((task, n, result))
+                print(
+                    f"{task:7s} N={n:3d}  native {result['native']:9.1f}/s  served {result['served']:9.1f}/s  "
+                    f"unbatched {result['unbatched']:9.1f}/s  served/native {result['served'] / result['native']:.2f}  "
+                    f"batched/unbatched {result['served'] / result['unbatched']:.2f}",
+                    flush=True,
+                )
+        finally:
+            for process, _ in servers.values():
+                process.terminate()
+                process.wait(30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""The ASGI app of a served task (OpenEnv's ``create_app`` behind :class:`LimitsMiddleware`) and the
+uvicorn server that runs it, in one process or several (``workers``), with a graceful shutdown.
+
+Shutdown (SIGTERM, SIGINT or :meth:`DrainingServer.drain`): new messages are refused with
+``ServerShuttingDownError``, steps in flight are played and answered (for at most
+``shutdown_grace_s``), then uvicorn closes the connections and exits.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+from fastapi import Request
+from fastapi.responses import JSONResponse
+from openenv.core.env_server.http_server import create_app
+
+from lm_gym.serve.config import ServeConfig
+from lm_gym.serve.environment import SessionEnvironment, TaskService
+from lm_gym.serve.errors import WireError, error_type_of
+from lm_gym.serve.limits import LimitsMiddleware
+
+
+class ServedApp:
+    """The app of one server process: ``asgi`` (what uvicorn runs) and the ``service`` behind it."""
+
+    def __init__(self, config: ServeConfig):
+        self.config = config
+        self.service = TaskService(config)
+        os.environ.setdefault("ENABLE_WEB_INTERFACE", "false")  # OpenEnv's Gradio UI stays off
+        app = create_app(
+            lambda: SessionEnvironment(self.service),
+            self.service.action_cls,
+            self.service.observation_cls,
+            env_name=self.service.env_id.replace("/", "-"),
+            max_concurrent_envs=config.max_sessions,
+        )
+
+        @app.exception_handler(WireError)
+        async def typed_error(request: Request, error: WireError) -> JSONResponse:  # HTTP /reset, /step
+            status = 503 if error.error_type == "ServerShuttingDownError" else 400
+            data = {"message": str(error), "error_type": error_type_of({"message": str(error)})}
+            return JSONResponse(status_code=status, content={"detail": data["message"], **data})
+
+        self.fastapi = app
+        self.asgi = LimitsMiddleware(
+            app,
+            max_message_bytes=config.max_message_bytes,
+            idle_timeout_s=config.idle_timeout_s,
+            max_steps_per_s=config.max_steps_per_s,
+            is_draining=lambda: self.service.draining,
+        )
+
+
+def uvicorn_config(config: ServeConfig, app: Any, **overrides: Any) -> uvicorn.Config:
+    """uvicorn's settings for ``app``: the host and port, and a hard WebSocket frame cap above the message limit."""
+    settings: dict[str, Any] = {
+        "host": config.host,
+        "port": config.port,
+        "ws_max_size": max(4 * config.max_message_bytes, config.max_message_bytes + 65536),
+        "ws_per_message_deflate": False,
+        "access_log": False,
+        "log_level": "info",
+        "lifespan": "on",
+        "timeout_graceful_shutdown": max(1, int(config.shutdown_grace_s)),
+    }
+    return uvicorn.Config(app, **{**settings, **overrides})
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server whose first exit signal drains the service before exiting; a second one exits at once."""
+
+    def __init__(self, config: uvicorn.Config, served: ServedApp):
+        super().__init__(config)
+        self.served = served
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        if self.served.service.draining:
+            super().handle_exit(sig, frame)
+        else:
+            self.drain()
+
+    def drain(self) -> None:
+        """Refuse new messages, answer the steps in flight (at most ``shutdown_grace_s``), then exit."""
+        service = self.served.service
+        service.draining = True
+
+        def wait_then_exit() -> None:
+            deadline = time.monotonic() + self.served.config.shutdown_grace_s
+            while service.batcher.in_flight and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.05)  # the last answers leave the event loop
+            self.should_exit = True
+
+        threading.Thread(target=wait_then_exit, name="lm-gym-drain", daemon=True).start()
+
+
+def run_worker(config_json: str, sockets: list[socket.socket] | None = None) -> None:
+    """One server process: build the task and serve it (on ``sockets`` the parent bound, if given)."""
+    config = ServeConfig.from_json(config_json)
+    served = ServedApp(config)
+    server = DrainingServer(uvicorn_config(config, served.asgi), served)
+    server.run(sockets=sockets)
+    served.service.batcher.shutdown()
+
+
+def serve(config: ServeConfig) -> None:
+    """Serve ``config``'s task until SIGTERM or SIGINT: in this process, or in ``config.workers`` processes
+    sharing one listening socket (each WebSocket session lives in one of them)."""
+    if config.workers == 1:
+        run_worker(config.to_json())
+        return
+    multiprocessing.allow_connection_pickling()
+    sock = uvicorn_config(config, None).bind_socket()
+    spawn = multiprocessing.get_context("spawn")
+    workers = [spawn.Process(target=run_worker, args=(config.to_json(), [sock])) for _ in range(config.workers)]
+    for worker in workers:
+        worker.start()
+    print(f"lm-gym serve: {config.env_id} on http://{config.host}:{config.port} ({config.workers} workers)", flush=True)
+
+    def forward(sig: int, frame: Any) -> None:
+        for worker in workers:
+            if worker.is_alive() and worker.pid is not None:
+                os.kill(worker.pid, sig)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for worker in workers:
+        worker.join()
+    sock.close()

@@ -1,0 +1,225 @@
+"""Steps of many sessions through one batched reward call.
+
+Every session of a server holds its own env (a ``TextEnv``, or a ``TokenLevel`` around one). A
+step is the core's three-part step protocol (``prepare_step``, ``score_queries``,
+``finish_step``); :func:`play_steps` makes it for the steps of many sessions at once, with
+**one** call of the task's reward function for all the utterances that need it.
+
+:class:`StepBatcher` collects the steps that arrive from different sessions within
+``window_s`` (a lone step waits at most the window; once every open session has a step waiting
+they go at once) and plays them in one worker thread, so the event loop keeps reading messages
+while a batch is scored, and the next batch gathers meanwhile. With ``batching=False`` each step
+is played on its own (the baseline of ``benchmark/perf/serve_throughput.py``).
+
+A reward function that raises for a batch is called again per step, so only the steps whose
+scoring fails get :class:`~lm_gym.serve.errors.RewardFunctionError`; their episodes are as
+before the step (at token level, as after ``TokenLevel.step`` raising there: the last token
+is played).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from lm_gym.core.errors import ResetNeededError
+from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, score_queries
+from lm_gym.core.token_level import TokenLevel
+from lm_gym.serve.errors import RewardFunctionError
+
+#: A finished step: the step's five values, or the error its session gets.
+Outcome = StepResult | BaseException
+
+
+class _Pending:
+    """One step of one session between ``prepare`` and ``finish``."""
+
+    __slots__ = ("env", "utterance", "query", "early_eos")
+
+    def __init__(self, env: Any, utterance: str, query: RewardQuery | None, early_eos: bool = False):
+        self.env, self.utterance, self.query, self.early_eos = env, utterance, query, early_eos
+
+
+def _prepare(env: TextEnv | TokenLevel, action: Any) -> StepResult | _Pending:
+    """The first part of ``env``'s step: a finished result (a token that ends no utterance) or what to score."""
+    if isinstance(env, TokenLevel):  # TokenLevel.step up to its utterance env's step, as the core plays it
+        token = env._token_id(action)
+        if env._needs_reset:
+            raise ResetNeededError(
+                "TokenLevel.step() called before reset() or after the episode ended; call reset() first"
+            )
+        ends, early_eos = env.tokens.append(np.array([token], dtype=np.int64))
+        if not ends[0]:
+            return env._observation(), 0.0, False, False, {"action_mask": env._action_mask()}
+        utterance, query = env.env.prepare_step(env.tokens.utterance(0))
+        return _Pending(env, utterance, query, bool(early_eos[0]))
+    utterance, query = env.prepare_step(action)
+    return _Pending(env, utterance, query)
+
+
+def _finish(pending: _Pending, score: float | None) -> StepResult:
+    """The last part of a step, with its utterance's score."""
+    env = pending.env
+    if isinstance(env, TokenLevel):
+        result = env.env.finish_step(pending.utterance, score)
+        text, reward, terminated, truncated, info = env.tokens.hand_over(0, result, pending.early_eos)
+        env._needs_reset = terminated or truncated
+        env._start(text)
+        return env._observation(), reward, terminated, truncated, {**info, "action_mask": env._action_mask()}
+    return env.finish_step(pending.utterance, score)
+
+
+def _reward_fn(env: TextEnv | TokenLevel) -> Any:
+    return env.env.reward_fn if isinstance(env, TokenLevel) else env.reward_fn
+
+
+def _score(reward_fn: Any, queries: list[RewardQuery]) -> list[float | BaseException]:
+    """Scores of ``queries`` with one call; when it raises, one call per query, so only the failing ones fail."""
+    try:
+        return [float(score) for score in score_queries(reward_fn, queries)]
+    except Exception as error:
+        if len(queries) == 1:
+            return [_reward_error(error)]
+    outcomes: list[float | BaseException] = []
+    for query in queries:
+        try:
+            outcomes.append(float(score_queries(reward_fn, [query])[0]))
+        except Exception as error:
+            outcomes.append(_reward_error(error))
+    return outcomes
+
+
+def _reward_error(error: Exception) -> RewardFunctionError:
+    return RewardFunctionError(f"the task's reward function raised {type(error).__name__}: {error}")
+
+
+def play_steps(steps: list[tuple[Any, Any]]) -> list[Outcome]:
+    """Play ``(env, action)`` steps of different sessions: each env's ``prepare`` part, one reward call
+    per reward function (the sessions of one server share one), then each ``finish`` part.
+
+    Returns, in order, each step's five values or the exception its session gets (a typed
+    lm-gym error raised by the env, or :class:`RewardFunctionError`).
+    """
+    outcomes: list[Outcome | _Pending | None] = [None] * len(steps)
+    for i, (env, action) in enumerate(steps):
+        try:
+            outcomes[i] = _prepare(env, action)
+        except Exception as error:
+            outcomes[i] = error
+    groups: dict[int, tuple[Any, list[int]]] = {}
+    for i, outcome in enumerate(outcomes):
+        if isinstance(outcome, _Pending) and outcome.query is not None:
+            reward_fn = _reward_fn(outcome.env)
+            groups.setdefault(id(reward_fn), (reward_fn, []))[1].append(i)
+    scores: dict[int, float | BaseException] = {}
+    for reward_fn, indices in groups.values():
+        queries = [outcomes[i].query for i in indices]  # type: ignore[union-attr]
+        scores.update(zip(indices, _score(reward_fn, queries), strict=True))
+    for i, outcome in enumerate(outcomes):
+        if not isinstance(outcome, _Pending):
+            continue
+        score = scores.get(i)
+        if isinstance(score, BaseException):
+            outcomes[i] = score
+            continue
+        try:
+            outcomes[i] = _finish(outcome, score)
+        except Exception as error:
+            outcomes[i] = error
+    return outcomes  # type: ignore[return-value]
+
+
+class StepBatcher:
+    """Gathers steps (and resets) of many sessions and plays them in one worker thread.
+
+    ``await batcher.step(env, action)`` returns the step's five values or raises the session's
+    error; ``await batcher.call(fn)`` runs any other env call (a reset) in the same thread, so no
+    two calls touch the envs at once. ``open_sessions`` is a callable giving the number of
+    sessions that could send a step now: once that many steps wait, they go without waiting out
+    the window.
+    """
+
+    def __init__(self, window_s: float = 0.002, batching: bool = True, open_sessions: Callable[[], int] | None = None):
+        if window_s < 0:
+            raise ValueError(f"window_s must be >= 0, got {window_s}")
+        self.window_s = window_s
+        self.batching = batching
+        self._open_sessions = open_sessions or (lambda: 0)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lm-gym-steps")
+        self._waiting: list[tuple[Any, Any, asyncio.Future]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._busy = False
+        self._lock = threading.Lock()
+        #: Steps and calls accepted and not yet answered (the graceful shutdown waits for 0).
+        self.in_flight = 0
+        #: Sizes of the batches played so far (for tests and the benchmark): count and total steps.
+        self.batches = 0
+        self.batched_steps = 0
+
+    async def call(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` in the worker thread."""
+        self.in_flight += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
+        finally:
+            self.in_flight -= 1
+
+    async def step(self, env: Any, action: Any) -> StepResult:
+        """One session's step, played with the other sessions' steps that arrive within the window."""
+        self.in_flight += 1
+        try:
+            if not self.batching:
+                outcome = await asyncio.get_running_loop().run_in_executor(
+                    self._executor, lambda: play_steps([(env, action)])[0]
+                )
+            else:
+                future = asyncio.get_running_loop().create_future()
+                self._waiting.append((env, action, future))
+                self._schedule()
+                outcome = await future
+        finally:
+            self.in_flight -= 1
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _schedule(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._busy:
+            return  # the running batch's end starts the next one
+        if len(self._waiting) >= max(1, self._open_sessions()) or self.window_s == 0:
+            self._flush()
+        elif self._timer is None:
+            self._timer = loop.call_later(self.window_s, self._flush)
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._busy or not self._waiting:
+            return
+        batch, self._waiting = self._waiting, []
+        self._busy = True
+        self.batches += 1
+        self.batched_steps += len(batch)
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(self._executor, play_steps, [(env, action) for env, action, _ in batch])
+        work.add_done_callback(lambda done: self._done(batch, done))
+
+    def _done(self, batch: list[tuple[Any, Any, asyncio.Future]], done: asyncio.Future) -> None:
+        self._busy = False
+        error = done.exception()
+        outcomes = [error] * len(batch) if error is not None else done.result()
+        for (_, _, future), outcome in zip(batch, outcomes, strict=True):
+            if not future.done():
+                future.set_result(outcome)
+        if self._waiting:  # steps that came while this batch played: at once if the window is over
+            self._flush()
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,112 @@
+"""The server's settings: what ``python -m lm_gym.serve`` parses, and what every worker process reads.
+
+Env ids and env kwargs come only from here (the server's command line), never from a client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.registration import ACTION_LEVELS
+
+#: Environment variable through which the parent process hands the settings to its workers (JSON).
+CONFIG_VARIABLE = "LM_GYM_SERVE_CONFIG"
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Settings of one server (all its worker processes).
+
+    ``env_id`` is a registered lm-gym task, ``"module:env_id"`` for one that ``module`` registers;
+    ``env_kwargs`` are its constructor arguments (JSON). Limits: ``max_sessions`` WebSocket
+    sessions per worker, ``max_message_bytes`` per message, ``idle_timeout_s`` before a silent
+    session is closed, ``max_steps_per_s`` messages per second per session (0: no limit).
+    ``batch_window_ms``: how long a step waits for other sessions' steps; ``batching=False``
+    plays each step on its own. ``shutdown_grace_s``: how long a shutdown waits for steps in flight.
+    """
+
+    env_id: str
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    action_level: str = "utterance"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_sessions: int = 256
+    batch_window_ms: float = 2.0
+    batching: bool = True
+    workers: int = 1
+    max_message_bytes: int = 1 << 20
+    idle_timeout_s: float = 600.0
+    max_steps_per_s: float = 0.0
+    shutdown_grace_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.env_id, str) or not self.env_id:
+            raise ConfigurationError(f"env_id must be a registered lm-gym id, got {safe_repr(self.env_id)}")
+        if not isinstance(self.env_kwargs, dict):
+            raise ConfigurationError(f"env_kwargs must be a JSON object, got {safe_repr(self.env_kwargs)}")
+        if self.action_level not in ACTION_LEVELS:
+            raise ConfigurationError(f"action_level must be one of {list(ACTION_LEVELS)}, got {self.action_level!r}")
+        for name, low in (("max_sessions", 1), ("workers", 1), ("max_message_bytes", 256), ("port", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ConfigurationError(f"{name} must be an int >= {low}, got {safe_repr(value)}")
+        for name in ("batch_window_ms", "idle_timeout_s", "max_steps_per_s", "shutdown_grace_s"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
+                raise ConfigurationError(f"{name} must be a number >= 0, got {safe_repr(value)}")
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeConfig:
+        return cls(**json.loads(text))
+
+
+def parse_args(argv: list[str] | None = None) -> ServeConfig:
+    """The settings of ``python -m lm_gym.serve ENV_ID [options]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m lm_gym.serve",
+        description="Serve an lm-gym task over OpenEnv's protocol, batching steps across sessions.",
+    )
+    parser.add_argument("env_id", help="a registered lm-gym id, or 'module:env_id' for one a module of yours registers")
+    parser.add_argument("--env-kwargs", default="{}", help="the task's constructor arguments as a JSON object")
+    parser.add_argument("--action-level", default="utterance", choices=ACTION_LEVELS)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max-sessions", type=int, default=256, help="WebSocket sessions per worker")
+    parser.add_argument("--batch-window-ms", type=float, default=2.0, help="how long a step waits for other sessions'")
+    parser.add_argument("--no-batching", action="store_true", help="play each step on its own (a baseline)")
+    parser.add_argument("--workers", type=int, default=1, help="server processes sharing the port")
+    parser.add_argument("--max-message-bytes", type=int, default=1 << 20)
+    parser.add_argument("--idle-timeout-s", type=float, default=600.0)
+    parser.add_argument("--max-steps-per-s", type=float, default=0.0, help="messages per second per session; 0: none")
+    parser.add_argument("--shutdown-grace-s", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+    except json.JSONDecodeError as error:
+        parser.error(f"--env-kwargs is not JSON: {error}")
+    try:
+        return ServeConfig(
+            env_id=args.env_id,
+            env_kwargs=env_kwargs,
+            action_level=args.action_level,
+            host=args.host,
+            port=args.port,
+            max_sessions=args.max_sessions,
+            batch_window_ms=args.batch_window_ms,
+            batching=not args.no_batching,
+            workers=args.workers,
+            max_message_bytes=args.max_message_bytes,
+            idle_timeout_s=args.idle_timeout_s,
+            max_steps_per_s=args.max_steps_per_s,
+            shutdown_grace_s=args.shutdown_grace_s,
+        )
+    except ConfigurationError as error:
+        parser.error(str(error))

@@ -1,0 +1,222 @@
+"""The served task as an OpenEnv ``Environment``, with OpenEnv's action and observation types.
+
+:class:`TaskService` builds the task once per process (data and reward model loaded once) and
+gives each session a copy (``TextEnv.replicate()``; at token level a ``TokenLevel`` around one,
+with the task's tokenizer and settings). :class:`SessionEnvironment` is one session: OpenEnv's
+server makes one per WebSocket connection and calls its ``reset_async`` and ``step_async``,
+which go through the service's :class:`~lm_gym.serve.batching.StepBatcher`.
+
+Wire types (``GET /schema`` publishes them):
+
+- actions: :class:`UtteranceAction` ``{"text": str}`` or :class:`TokenAction` ``{"token": int}``
+  (strict: no ``"5"`` for ``5``);
+- observations: :class:`UtteranceObservation` ``text``, or :class:`TokenObservation`
+  ``prompt_ids``, ``prompt_mask``, ``context_ids``, ``context_mask``; both with ``terminated``,
+  ``truncated`` and ``info``, and OpenEnv's ``reward`` and ``done`` (``terminated or truncated``);
+- state: :class:`TaskState`, OpenEnv's ``episode_id`` and ``step_count`` with ``env_id``,
+  ``action_level`` and ``spaces`` (:func:`~lm_gym.serve.wire.describe_spaces`).
+
+``reset`` takes ``seed`` (``None`` or an int >= 0) and ``options`` (the task's reset options);
+copy ``i`` reset with seed ``s`` plays the episode a local env reset with ``s`` plays.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import gymnasium
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
+from pydantic import ConfigDict, Field
+
+from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.registration import task_spec
+from lm_gym.core.token_level import TokenLevel
+from lm_gym.serve.batching import StepBatcher
+from lm_gym.serve.config import ServeConfig
+from lm_gym.serve.errors import ServerShuttingDownError, to_wire
+from lm_gym.serve.wire import describe_spaces, encode_info
+
+_STRICT = ConfigDict(extra="forbid", strict=True, validate_assignment=True, arbitrary_types_allowed=True)
+
+
+class UtteranceAction(Action):
+    """An utterance-level action: the utterance."""
+
+    model_config = _STRICT
+    text: str = Field(description="the utterance (printable ASCII; at most the task's max_action_length characters)")
+
+
+class TokenAction(Action):
+    """A token-level action: one token id."""
+
+    model_config = _STRICT
+    token: int = Field(description="a token id, 0 <= token < vocab_size")
+
+
+class _Step(Observation):
+    terminated: bool = Field(default=False, description="the episode ended (Gymnasium's terminated)")
+    truncated: bool = Field(default=False, description="the episode was cut (Gymnasium's truncated)")
+    info: dict[str, Any] = Field(default_factory=dict, description="the step's info (JSON; see lm_gym.serve.wire)")
+
+
+class UtteranceObservation(_Step):
+    """An utterance-level observation: the text the policy sees."""
+
+    text: str = Field(default="", description="the observation text")
+
+
+class TokenObservation(_Step):
+    """A token-level observation: the four arrays of the token MDP, as lists."""
+
+    prompt_ids: list[int] = Field(default_factory=list)
+    prompt_mask: list[int] = Field(default_factory=list)
+    context_ids: list[int] = Field(default_factory=list)
+    context_mask: list[int] = Field(default_factory=list)
+
+
+class TaskState(State):
+    """OpenEnv's state with what a client needs to rebuild the spaces."""
+
+    env_id: str = ""
+    action_level: str = "utterance"
+    spaces: dict[str, Any] = Field(default_factory=dict)
+
+
+def wire_types(action_level: str) -> tuple[type[Action], type[Observation]]:
+    """The action and observation types of ``action_level``."""
+    if action_level == "token":
+        return TokenAction, TokenObservation
+    return UtteranceAction, UtteranceObservation
+
+
+class TaskService:
+    """The task of one server process: the built env, its copies for sessions, and the batcher."""
+
+    def __init__(self, config: ServeConfig):
+        self.config = config
+        spec = task_spec(config.env_id)  # ConfigurationError for an id that is not an lm-gym task
+        self.env_id = spec.id
+        env = gymnasium.make(config.env_id, action_level=config.action_level, **config.env_kwargs).unwrapped
+        self.prototype = env
+        self.spaces = describe_spaces(env, config.action_level)
+        self.action_cls, self.observation_cls = wire_types(config.action_level)
+        #: Sessions that have reset at least once and are open: once that many steps wait, a batch goes.
+        self.sessions = 0
+        self.draining = False
+        self.batcher = StepBatcher(config.batch_window_ms / 1000.0, config.batching, lambda: self.sessions)
+
+    def new_env(self) -> Any:
+        """A session's own env: a copy sharing the task's data, reward model and tokenizer."""
+        env = self.prototype
+        if isinstance(env, TokenLevel):
+            return TokenLevel(
+                env.env.replicate(),
+                env.tokenizer,
+                max_prompt_length=env.max_prompt_length,
+                max_new_tokens=env.max_new_tokens,
+                min_new_tokens=env.min_new_tokens,
+                prompt_truncation_side=env.prompt_truncation_side,
+                early_eos_penalty=env.early_eos_penalty,
+            )
+        return env.replicate()
+
+    def observation(self, result: tuple[Any, ...]) -> Observation:
+        """A reset's ``(obs, info)`` or a step's five values as the wire observation."""
+        if len(result) == 2:
+            obs, info = result
+            reward, terminated, truncated = None, False, False
+        else:
+            obs, reward, terminated, truncated, info = result
+            reward = float(reward)
+        fields = {"text": obs} if self.config.action_level == "utterance" else {k: v.tolist() for k, v in obs.items()}
+        return self.observation_cls(
+            **fields,
+            terminated=bool(terminated),
+            truncated=bool(truncated),
+            info=encode_info(info),
+            reward=reward,
+            done=bool(terminated or truncated),
+        )
+
+
+class SessionEnvironment(Environment):
+    """One session: OpenEnv's server makes one per WebSocket connection (and one per stateless HTTP call)."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, service: TaskService):
+        super().__init__()
+        self.service = service
+        self.env = service.new_env()
+        self._state = TaskState(env_id=service.env_id, action_level=service.config.action_level, spaces=service.spaces)
+        self._closed = False
+        self._counted = False  # counted in service.sessions from its first reset (OpenEnv builds envs it never plays)
+
+    # OpenEnv calls the async methods when a subclass overrides them; the sync ones serve direct use.
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
+        return self.service.observation(self._reset(seed, kwargs))
+
+    def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+        from lm_gym.serve.batching import play_steps
+
+        outcome = play_steps([(self.env, self._action(action))])[0]
+        if isinstance(outcome, BaseException):
+            raise to_wire(outcome)
+        self._state.step_count += 1
+        return self.service.observation(outcome)
+
+    async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
+        self._refuse_when_draining()
+        try:
+            result = await self.service.batcher.call(lambda: self._reset(seed, kwargs))
+        except Exception as error:
+            raise to_wire(error) from None
+        self._state = self._state.model_copy(update={"episode_id": episode_id or str(uuid.uuid4()), "step_count": 0})
+        if not self._counted and not self._closed:
+            self._counted = True
+            self.service.sessions += 1
+        return self.service.observation(result)
+
+    async def step_async(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+        self._refuse_when_draining()
+        try:
+            result = await self.service.batcher.step(self.env, self._action(action))
+        except Exception as error:
+            raise to_wire(error) from None
+        self._state.step_count += 1
+        return self.service.observation(result)
+
+    @property
+    def state(self) -> TaskState:
+        return self._state
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(
+            name=self.service.env_id,
+            description=f"lm-gym task {self.service.env_id} at {self.service.config.action_level} level",
+            version="lm-gym serve",
+        )
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._counted:
+                self.service.sessions -= 1
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def _reset(self, seed: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        options = kwargs.pop("options", None)
+        if kwargs:
+            raise ConfigurationError(f"reset takes seed, episode_id and options; got also {sorted(kwargs)}")
+        if isinstance(seed, bool):
+            raise ConfigurationError(f"seed must be None or a non-negative int, got {safe_repr(seed)}")
+        return self.env.reset(seed=seed, options=options)
+
+    def _action(self, action: Action) -> Any:
+        return action.text if isinstance(action, UtteranceAction) else action.token
+
+    def _refuse_when_draining(self) -> None:
+        if self.service.draining:
+            raise to_wire(ServerShuttingDownError("the server is shutting down and takes no new steps"))
