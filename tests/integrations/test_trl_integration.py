@@ -71,7 +71,7 @@ def test_the_reward_function_is_the_envs_reward():
 def test_misuse_is_named():
     with pytest.raises(ConfigurationError, match="lm_gym_index"):
         reward_function(*COMMONGEN[:1], **COMMONGEN[1])(prompts=["a"], completions=["b"])
-    with pytest.raises(ConfigurationError, match="multi-turn: pass rollout_func"):
+    with pytest.raises(ConfigurationError, match="for games of several turns pass rollout_func"):
         reward_function(WORDLE[0], **WORDLE[1])(prompts=["a"], completions=["b"])
     with pytest.raises(ConfigurationError, match="single-turn"):
         rollout_function(COMMONGEN[0], **COMMONGEN[1])
