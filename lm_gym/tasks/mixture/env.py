@@ -13,7 +13,7 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, ResetNeededError, safe_repr
 from lm_gym.core.registration import task_class, task_spec
-from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, checked_utterance
+from lm_gym.core.text_env import RewardQuery, SingleTurnTextEnv, StepResult, TextEnv, checked_utterance
 from lm_gym.core.token_level import MAX_TOKENS
 from lm_gym.core.validation import check_choice, check_int, check_number
 
@@ -32,7 +32,7 @@ class TaskMeta(dict):
     __slots__ = ("task",)
 
     def __init__(self, meta: Mapping[str, Any], task: str):
-        super().__init__(meta)
+        dict.__init__(self, meta)
         self.task = task
 
     def __reduce__(self):
@@ -47,26 +47,34 @@ class MixtureReward:
         self.reward_fns = dict(reward_fns)
 
     def __call__(self, prompts, utterances, references, meta) -> np.ndarray:
+        tasks = [getattr(query_meta, "task", None) for query_meta in meta]
+        first = tasks[0] if tasks else None
+        if tasks and self.reward_fns.get(first) is not None and tasks.count(first) == len(tasks):
+            # one task's queries only (a one-task mixture, or a step where all copies play one task):
+            # its reward sees the lists as they are, in the same order as the grouping below gives them
+            return self._score(first, prompts, utterances, references, meta)
         groups: dict[str, list[int]] = {}
-        for index, query_meta in enumerate(meta):
-            task = getattr(query_meta, "task", None)
+        for index, task in enumerate(tasks):
             if self.reward_fns.get(task) is None:
                 raise ConfigurationError(
                     f"MixtureReward scores the queries of a MixtureEnv's prepare_step (their meta names a task "
-                    f"with a reward model); query {index} has meta {safe_repr(query_meta)}"
+                    f"with a reward model); query {index} has meta {safe_repr(meta[index])}"
                 )
             groups.setdefault(task, []).append(index)
         scores = np.zeros(len(meta), dtype=np.float64)
         for task, rows in groups.items():
-            values = self.reward_fns[task](
-                [prompts[i] for i in rows], [utterances[i] for i in rows], [references[i] for i in rows],
+            scores[rows] = self._score(
+                task, [prompts[i] for i in rows], [utterances[i] for i in rows], [references[i] for i in rows],
                 [meta[i] for i in rows],
             )  # fmt: skip
-            values = np.asarray(values, dtype=np.float64)
-            if values.shape != (len(rows),):
-                raise ValueError(f"the reward of {task} returned shape {values.shape}, expected ({len(rows)},)")
-            scores[rows] = values
         return scores
+
+    def _score(self, task: str, prompts, utterances, references, meta) -> np.ndarray:
+        """Task ``task``'s batched reward of its queries, as ``float64``, checked for shape."""
+        values = np.array(self.reward_fns[task](prompts, utterances, references, meta), dtype=np.float64)
+        if values.shape != (len(meta),):
+            raise ValueError(f"the reward of {task} returned shape {values.shape}, expected ({len(meta)},)")
+        return values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,6 +192,9 @@ class MixtureEnv(TextEnv):
         "task_kwargs": {"lm_gym/IMDB-v0": {"source": "synthetic"}, "lm_gym/CommonGen-v0": {"source": "synthetic"}},
     }
     reset_options: ClassVar[tuple[str, ...]] = ("task", "task_options")
+    #: The key of every info (a new dict at each call) that the native vector envs set without
+    #: Gymnasium's per-copy ``_add_info`` once its array exists (see ``NativeVectorEnv``).
+    vector_info_tag: ClassVar[str] = "task"
 
     def __init__(
         self,
@@ -233,8 +244,17 @@ class MixtureEnv(TextEnv):
         fns = {name: env.reward_fn for name, env in envs.items()}
         self.reward_fn = MixtureReward(fns) if any(fn is not None for fn in fns.values()) else None
         self._task: str | None = None
+        self._env: TextEnv | None = None  # the current task's env
+        self._limit = self.action_space.max_length  # its action limit (the mixture's before the first reset)
         self._seeded_from: Any = None  # the RNG that seeded the tasks' envs
         self._pending_seeds: dict[str, int] = {}  # seeds of the tasks not yet played since then
+        # the tasks whose env resets as TextEnv does: an unseeded reset without options skips its checks
+        self._plain_reset = {name: type(env).reset is TextEnv.reset for name, env in envs.items()}
+        self._limits = {name: env.action_space.max_length for name, env in envs.items()}
+        # the tasks whose step queries are SingleTurnTextEnv's: the sample's prompt, references and meta
+        self._plain_queries = {name: _plain_query(env) for name, env in envs.items()}
+        self._plain_query = False  # the current task's
+        self._drawn = len(envs) > 1  # whether a task is drawn (with one, none is: the RNG is not used)
 
     # ---- what the mixture holds ----------------------------------------------------------
     @property
@@ -251,9 +271,25 @@ class MixtureEnv(TextEnv):
             raise ResetNeededError("MixtureEnv has no current task before reset(); call reset() first")
         return self._task
 
+    # ---- Gymnasium API ------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        if seed is None and options is None:  # (autoreset) TextEnv.reset, without checking what is not given
+            return _unseeded_reset(self)
+        return super().reset(seed=seed, options=options)
+
     # ---- task hooks ----------------------------------------------------------------------
     def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        task, task_options = self._episode_options(options)
+        rng = self._np_random
+        if not options and rng is not None and self._seeded_from is rng:  # an autoreset: the short way
+            task = self.task_names[self._draw(rng)] if self._drawn else self.task_names[0]
+            if self._plain_reset[task] and task not in self._pending_seeds:
+                env = self._envs[task]
+                observation, info = _unseeded_reset(env)
+                self._task, self._env, self._limit = task, env, self._limits[task]
+                self._plain_query = self._plain_queries[task]
+                return observation, {**info, "task": task}
+            return self._start_task(task, None, rng, self._pending_seeds, None)
+        task, task_options = self._episode_options(options) if options else (None, None)
         rng = self.np_random
         saved = rng.bit_generator.state if task_options else None  # the task may refuse its options
         pending = self._pending_seeds
@@ -262,14 +298,29 @@ class MixtureEnv(TextEnv):
             pending = {name: int(seed) for name, seed in zip(self.task_names, seeds, strict=True)}
         if task is None:
             task = self.task_names[self._draw(rng)]
+        return self._start_task(task, task_options, rng, pending, saved)
+
+    def _start_task(
+        self, task: str, task_options: dict[str, Any] | None, rng: Any, pending: dict[str, int], saved: Any
+    ) -> tuple[str, dict[str, Any]]:
+        """Reset ``task``'s env (with its pending seed, if any) and make it the current task; on failure
+        restore the RNG state ``saved`` (unless ``None``) and keep the mixture's state."""
+        env = self._envs[task]
+        seed = pending.get(task)
         try:
-            observation, info = self._envs[task].reset(seed=pending.get(task), options=task_options)
+            if seed is None and task_options is None and self._plain_reset[task]:
+                observation, info = _unseeded_reset(env)
+            else:
+                observation, info = env.reset(seed=seed, options=task_options)
         except Exception:
             if saved is not None:
                 rng.bit_generator.state = saved
             raise
-        self._pending_seeds = {name: seed for name, seed in pending.items() if name != task}
-        self._seeded_from, self._task = rng, task
+        if task in pending:
+            pending = {name: seed for name, seed in pending.items() if name != task}
+        self._pending_seeds = pending
+        self._seeded_from, self._task, self._env, self._limit = rng, task, env, self._limits[task]
+        self._plain_query = self._plain_queries[task]
         return observation, {**info, "task": task}
 
     def _draw(self, rng: np.random.Generator) -> int:
@@ -295,7 +346,16 @@ class MixtureEnv(TextEnv):
             raise ResetNeededError(
                 "MixtureEnv.step() called before reset() or after the episode ended; call reset() first"
             )
-        utterance, query = self._envs[self._task].prepare_step(self._fit(action))
+        if not (isinstance(action, str) and len(action) <= self._limit):
+            action = self._fit(action)
+        env = self._env
+        if self._plain_query:  # SingleTurnTextEnv's prepare_step, with the task's meta in the one query built
+            utterance = env.parse_action(action)
+            sample = env._sample
+            return utterance, RewardQuery(
+                sample.prompt, utterance, sample.references, TaskMeta(sample.meta, self._task)
+            )
+        utterance, query = env.prepare_step(action)
         if query is not None:
             query = RewardQuery(query.prompt, query.utterance, query.references, TaskMeta(query.meta, self._task))
         return utterance, query
@@ -303,20 +363,27 @@ class MixtureEnv(TextEnv):
     def parse_action(self, action: Any) -> str:
         """The utterance of ``action`` for the current episode's task: a ``str`` within the mixture's
         limit, cut to the task's and parsed as the task parses it. Changes no state."""
-        if self._task is None:
+        if self._env is None:
             return checked_utterance(action, self.action_space.max_length)
-        return self._envs[self._task].parse_action(self._fit(action))
+        return self._env.parse_action(self._fit(action))
 
     def _fit(self, action: Any) -> Any:
         """``action`` for the episode's task: one within the task's limit goes as it is (the task checks it
         as its own env does); a longer one is checked against the mixture's limit and cut to the task's."""
-        limit = self.action_space.max_length if self._task is None else self._envs[self._task].action_space.max_length
-        if isinstance(action, str) and len(action) <= limit:
+        if isinstance(action, str) and len(action) <= self._limit:
             return action
-        return checked_utterance(action, self.action_space.max_length)[:limit]
+        return checked_utterance(action, self.action_space.max_length)[: self._limit]
+
+    def finish_step(self, utterance: str, score: float | None) -> StepResult:
+        # TextEnv.finish_step with the task's finish_step as the transition; the task's env fitted
+        # the observation into its observation space, which the mixture's contains
+        observation, reward, terminated, truncated, info = self._env.finish_step(utterance, score)
+        self._needs_reset = terminated or truncated
+        self._last_observation = observation
+        return observation, reward, terminated, truncated, {**info, "task": self._task}
 
     def _transition(self, utterance: str, score: float | None) -> StepResult:
-        observation, reward, terminated, truncated, info = self._envs[self._task].finish_step(utterance, score)
+        observation, reward, terminated, truncated, info = self._env.finish_step(utterance, score)
         return observation, reward, terminated, truncated, {**info, "task": self._task}
 
     def _observe(self, text: str) -> str:
@@ -384,12 +451,37 @@ class MixtureEnv(TextEnv):
     def replicate(self) -> MixtureEnv:
         clone = super().replicate()
         clone._envs = {name: env.replicate() for name, env in self._envs.items()}
-        clone._task, clone._seeded_from, clone._pending_seeds = None, None, {}
+        clone._task, clone._env, clone._limit, clone._plain_query = None, None, self.action_space.max_length, False
+        clone._seeded_from, clone._pending_seeds = None, {}
         return clone
 
     def close(self) -> None:
         for env in self._envs.values():
             env.close()
+
+
+def _plain_query(env: TextEnv) -> bool:
+    """Whether ``env`` prepares its steps as :class:`SingleTurnTextEnv` does (its class overrides none of
+    the methods involved): a query of its current sample's prompt, references and meta."""
+    cls = type(env)
+    return (
+        isinstance(env, SingleTurnTextEnv)
+        and cls.prepare_step is TextEnv.prepare_step
+        and cls._reward_query is SingleTurnTextEnv._reward_query
+    )
+
+
+def _unseeded_reset(env: TextEnv) -> tuple[str, dict[str, Any]]:
+    """``env.reset()`` (no seed, no options) of an env whose class resets as :meth:`TextEnv.reset` does,
+    without that method's checks of the seed and options: the same episode, state and result."""
+    random_state = (env._np_random, env._np_random_seed)
+    try:
+        observation, info = env._new_episode({})
+    except Exception:
+        env._np_random, env._np_random_seed = random_state  # a refused reset changes nothing
+        raise
+    env._needs_reset = False
+    return env._observe(observation), info
 
 
 def _check_tasks(tasks: Any) -> dict[str, float]:
