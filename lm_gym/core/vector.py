@@ -23,12 +23,6 @@ class NativeVectorEnv(VectorEnv):
 
     Subclasses say how an observation text becomes a copy's observation (:meth:`_start`,
     :meth:`_observation`, :meth:`_observations`) and implement ``step``.
-
-    An env whose every ``info`` holds one key with a per-episode value that is not a dict may
-    name it in ``vector_info_tag`` (``lm_gym/Mixture-v0``: ``"task"``; its info dicts must be new
-    at each call): once the key is in the vector infos, the copies' values are taken out of
-    their infos and set in its array and mask at once rather than by Gymnasium's per-copy
-    ``_add_info`` (the same infos, keys in the same order, at a fraction of the cost).
     """
 
     def __init__(self, env: TextEnv, num_envs: int, autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP):
@@ -46,7 +40,6 @@ class NativeVectorEnv(VectorEnv):
         self.render_mode = env.render_mode
         self._needs_reset = np.ones(num_envs, dtype=bool)
         self._reset_called = False
-        self._info_tag: str | None = getattr(env, "vector_info_tag", None)
 
     # ---- what a subclass defines ---------------------------------------------------------
     def _start(self, texts: dict[int, str]) -> None:
@@ -74,13 +67,14 @@ class NativeVectorEnv(VectorEnv):
             )
         seeds = self._seeds(seed)
         texts: dict[int, str] = {}
-        infos: dict[int, dict[str, Any]] = {}
+        infos: dict[str, Any] = {}
         for i in np.flatnonzero(reset_mask):
-            texts[i], infos[i] = self.envs[i].reset(seed=seeds[i], options=options)
+            texts[i], info = self.envs[i].reset(seed=seeds[i], options=options)
             self._needs_reset[i] = False
+            infos = self._add_info(infos, info, i)
         self._start(texts)
         self._reset_called = True
-        return self._observations(), self._vector_infos(infos)
+        return self._observations(), infos
 
     def _seeds(self, seed: Any) -> list[int | None]:
         """One seed per copy: ``seed + i`` for an int seed, the given list, or ``None`` each."""
@@ -128,41 +122,13 @@ class NativeVectorEnv(VectorEnv):
                 reset_texts[i], reset_info = self.envs[i].reset()
                 infos[i] = {**reset_info, "final_obs": final_obs, "final_info": infos[i]}
             self._start(reset_texts)
-        vector_infos = self._vector_infos(infos)
+        vector_infos: dict[str, Any] = {}
+        for i in sorted(infos):
+            vector_infos = self._add_info(vector_infos, infos[i], i)
         self._needs_reset = terminations | truncations
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             self._needs_reset[:] = False
         return self._observations(), vector_infos
-
-    def _vector_infos(self, infos: dict[int, dict[str, Any]]) -> dict[str, Any]:
-        """The copies' ``infos`` (by copy) in Gymnasium's vector convention, added in the order of the copies."""
-        vector_infos: dict[str, Any] = {}
-        tag = self._info_tag
-        if tag is None:
-            for i in sorted(infos):
-                vector_infos = self._add_info(vector_infos, infos[i], i)
-            return vector_infos
-        # The first info with the tag (and the first final_info with it) adds it as Gymnasium does;
-        # the later copies' values are taken out of their infos and set in one go at the end.
-        rows, values, final_rows, final_values = [], [], [], []
-        for i in sorted(infos):
-            info = infos[i]
-            final = info.get("final_info")
-            if type(final) is dict and tag in final and tag in vector_infos.get("final_info", ()):
-                final_rows.append(i)
-                final_values.append(final.pop(tag))
-            if tag in info and tag in vector_infos:
-                rows.append(i)
-                values.append(info.pop(tag))
-            vector_infos = self._add_info(vector_infos, info, i)
-        for where, tag_rows, tag_values in (
-            (vector_infos, rows, values),
-            (vector_infos.get("final_info"), final_rows, final_values),
-        ):
-            if tag_rows:
-                where[tag][tag_rows] = np.fromiter(tag_values, dtype=object, count=len(tag_values))
-                where["_" + tag][tag_rows] = True
-        return vector_infos
 
     def render(self) -> tuple[str | None, ...] | None:
         if self.render_mode is None:

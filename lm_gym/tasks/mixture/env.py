@@ -192,9 +192,6 @@ class MixtureEnv(TextEnv):
         "task_kwargs": {"lm_gym/IMDB-v0": {"source": "synthetic"}, "lm_gym/CommonGen-v0": {"source": "synthetic"}},
     }
     reset_options: ClassVar[tuple[str, ...]] = ("task", "task_options")
-    #: The key of every info (a new dict at each call) that the native vector envs set without
-    #: Gymnasium's per-copy ``_add_info`` once its array exists (see ``NativeVectorEnv``).
-    vector_info_tag: ClassVar[str] = "task"
 
     def __init__(
         self,
