@@ -1,5 +1,6 @@
 """The GPU check (benchmark/perf/gpu_check.py) on the CPU: its dry run goes through every part's code
-path in under a minute, so the script cannot rot between the GPU runs it is made for."""
+path (about a minute: in the deep run, which CI runs), so the script cannot rot between the GPU runs
+it is made for."""
 
 import json
 import subprocess
@@ -22,6 +23,7 @@ def dry_run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess, d
     return completed, json.loads(files[0].read_text())
 
 
+@pytest.mark.slow
 def test_the_dry_run_goes_through_every_part_and_writes_the_results(tmp_path):
     completed, record = dry_run(tmp_path)
     assert completed.returncode == 0, completed.stdout + completed.stderr[-3000:]
