@@ -34,7 +34,7 @@ class CountUp(TextEnv):
     """``turns`` turns: the observation shows a number; saying the next one scores 1 a turn."""
 
     def __init__(self, turns: int = 3, render_mode=None):
-        super().__init__(max_observation_length=128, max_action_length=16, render_mode=render_mode)
+        super().__init__(max_observation_length=128, max_action_length=32, render_mode=render_mode)
         self.turns = check_int("turns", turns, 1, 100)  # the contract's fuzz sends junk constructor arguments
 
     def _new_episode(self, options):

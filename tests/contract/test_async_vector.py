@@ -68,8 +68,8 @@ def test_async_vector_env_with_default_arguments_plays_like_the_scalar_env(env_i
     }  # also fills the cache the workers read
     environment = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }  # this checkout's lm_gym
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE.parent), os.environ.get("PYTHONPATH", "")]),
+    }  # this checkout's lm_gym, and tests/user_tasks.py
     process = subprocess.Popen(
         [sys.executable, str(Path(__file__)), env_id],
         env=environment,
