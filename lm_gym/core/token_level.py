@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
@@ -11,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError, safe_repr
-from lm_gym.core.text_env import TextEnv
+from lm_gym.core.text_env import BatchedReward, RewardQuery, StepResult, TextEnv
 from lm_gym.core.validation import check_choice, check_int, check_number, is_integer
 
 #: Largest ``max_prompt_length`` / ``max_new_tokens``: observations are arrays of that many ids.
@@ -33,6 +34,16 @@ def protocol_hook(env: Any) -> Any:
     if getattr(type(text_env), "token_protocol", TextEnv.token_protocol) is TextEnv.token_protocol:
         return None
     return text_env.token_protocol
+
+
+@dataclass(frozen=True)
+class PendingUtterance:
+    """A token-level step whose token ended an utterance, between :meth:`TokenLevel.prepare_step`
+    and :meth:`TokenLevel.finish_step`."""
+
+    utterance: str  #: the utterance as the task sees it
+    query: RewardQuery | None  #: what the utterance env's ``reward_fn`` must score (``None``: nothing)
+    early_eos: bool  #: a masked EOS ended it (the early-EOS penalty applies)
 
 
 class TokenSettings:
@@ -203,6 +214,35 @@ class TokenLevel(TokenSettings, gymnasium.Env):
         return self._observation(), {**info, "action_mask": self._action_mask()}
 
     def step(self, action: Any):
+        result, early_eos = self._append(action)
+        if result is not None:
+            return result
+        return self._hand_over(self.env.step(self.tokens.utterance(0)), early_eos)
+
+    # ---- the step protocol (TextEnv's, for callers that batch the utterance env's reward) ------
+    @property
+    def reward_fn(self) -> BatchedReward | None:
+        """The utterance env's batched reward, which scores :meth:`prepare_step`'s queries."""
+        return self.env.reward_fn
+
+    def prepare_step(self, action: Any) -> StepResult | PendingUtterance:
+        """The first part of a step: append the token. A token that ends no utterance gives the
+        step's five values; one that ends it gives the :class:`PendingUtterance` whose query
+        ``reward_fn`` must score (with other envs' queries, in one call) for :meth:`finish_step`."""
+        result, early_eos = self._append(action)
+        if result is not None:
+            return result
+        utterance, query = self.env.prepare_step(self.tokens.utterance(0))
+        return PendingUtterance(utterance, query, early_eos)
+
+    def finish_step(self, pending: PendingUtterance, score: float | None) -> StepResult:
+        """The last part of a step whose token ended an utterance: the utterance env's transition with
+        ``score`` (``None`` when the query was ``None``)."""
+        return self._hand_over(self.env.finish_step(pending.utterance, score), pending.early_eos)
+
+    def _append(self, action: Any) -> tuple[StepResult | None, bool]:
+        """Append ``action``'s token: the step's result when it ends no utterance (else ``None``), and
+        whether a masked EOS ended the utterance."""
         token = self._token_id(action)
         if self._needs_reset:
             raise ResetNeededError(
@@ -210,9 +250,12 @@ class TokenLevel(TokenSettings, gymnasium.Env):
             )
         ends, early_eos = self.tokens.append(np.array([token], dtype=np.int64))
         if not ends[0]:
-            return self._observation(), 0.0, False, False, {"action_mask": self._action_mask()}
-        result = self.env.step(self.tokens.utterance(0))
-        text, reward, terminated, truncated, info = self.tokens.hand_over(0, result, bool(early_eos[0]))
+            return (self._observation(), 0.0, False, False, {"action_mask": self._action_mask()}), False
+        return None, bool(early_eos[0])
+
+    def _hand_over(self, result: StepResult, early_eos: bool) -> StepResult:
+        """The step's five values from the utterance env's step result; the next utterance starts."""
+        text, reward, terminated, truncated, info = self.tokens.hand_over(0, result, early_eos)
         self._needs_reset = terminated or truncated
         self._start(text)
         return self._observation(), reward, terminated, truncated, {**info, "action_mask": self._action_mask()}

@@ -25,11 +25,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
-
-from lm_gym.core.errors import ResetNeededError
 from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, score_queries
-from lm_gym.core.token_level import TokenLevel
+from lm_gym.core.token_level import PendingUtterance, TokenLevel
 from lm_gym.serve.errors import RewardFunctionError
 
 #: A finished step: the step's five values, or the error its session gets.
@@ -37,45 +34,27 @@ Outcome = StepResult | BaseException
 
 
 class _Pending:
-    """One step of one session between ``prepare`` and ``finish``."""
+    """One step of one session between ``prepare_step`` and ``finish_step``: the env, and what it prepared."""
 
-    __slots__ = ("env", "utterance", "query", "early_eos")
+    __slots__ = ("env", "prepared", "query")
 
-    def __init__(self, env: Any, utterance: str, query: RewardQuery | None, early_eos: bool = False):
-        self.env, self.utterance, self.query, self.early_eos = env, utterance, query, early_eos
+    def __init__(self, env: TextEnv | TokenLevel, prepared: Any, query: RewardQuery | None):
+        self.env, self.prepared, self.query = env, prepared, query
 
 
 def _prepare(env: TextEnv | TokenLevel, action: Any) -> StepResult | _Pending:
-    """The first part of ``env``'s step: a finished result (a token that ends no utterance) or what to score."""
-    if isinstance(env, TokenLevel):  # TokenLevel.step up to its utterance env's step, as the core plays it
-        token = env._token_id(action)
-        if env._needs_reset:
-            raise ResetNeededError(
-                "TokenLevel.step() called before reset() or after the episode ended; call reset() first"
-            )
-        ends, early_eos = env.tokens.append(np.array([token], dtype=np.int64))
-        if not ends[0]:
-            return env._observation(), 0.0, False, False, {"action_mask": env._action_mask()}
-        utterance, query = env.env.prepare_step(env.tokens.utterance(0))
-        return _Pending(env, utterance, query, bool(early_eos[0]))
+    """The first part of ``env``'s step (both levels follow the step protocol): a finished result
+    (a token that ends no utterance) or what to score."""
+    if isinstance(env, TokenLevel):
+        prepared = env.prepare_step(action)
+        return _Pending(env, prepared, prepared.query) if isinstance(prepared, PendingUtterance) else prepared
     utterance, query = env.prepare_step(action)
     return _Pending(env, utterance, query)
 
 
 def _finish(pending: _Pending, score: float | None) -> StepResult:
     """The last part of a step, with its utterance's score."""
-    env = pending.env
-    if isinstance(env, TokenLevel):
-        result = env.env.finish_step(pending.utterance, score)
-        text, reward, terminated, truncated, info = env.tokens.hand_over(0, result, pending.early_eos)
-        env._needs_reset = terminated or truncated
-        env._start(text)
-        return env._observation(), reward, terminated, truncated, {**info, "action_mask": env._action_mask()}
-    return env.finish_step(pending.utterance, score)
-
-
-def _reward_fn(env: TextEnv | TokenLevel) -> Any:
-    return env.env.reward_fn if isinstance(env, TokenLevel) else env.reward_fn
+    return pending.env.finish_step(pending.prepared, score)
 
 
 def _score(reward_fn: Any, queries: list[RewardQuery]) -> list[float | BaseException]:
@@ -114,7 +93,7 @@ def play_steps(steps: list[tuple[Any, Any]]) -> list[Outcome]:
     groups: dict[int, tuple[Any, list[int]]] = {}
     for i, outcome in enumerate(outcomes):
         if isinstance(outcome, _Pending) and outcome.query is not None:
-            reward_fn = _reward_fn(outcome.env)
+            reward_fn = outcome.env.reward_fn
             groups.setdefault(id(reward_fn), (reward_fn, []))[1].append(i)
     scores: dict[int, float | BaseException] = {}
     for reward_fn, indices in groups.values():
