@@ -36,8 +36,9 @@ class CompletionReward:
 
     This is the call TRL's ``GRPOTrainer``/``RLOOTrainer`` make of a reward function (they
     pass more keyword arguments, which such functions take as ``**kwargs``), so a TRL reward
-    function that reads only prompts and completions works unchanged. ``None`` scores and
-    wrong lengths raise ``ValueError`` naming the function.
+    function that reads only prompts and completions works unchanged. Scores that are not one
+    finite number per completion raise :class:`ConfigurationError` (a ``ValueError``) naming the
+    function (:func:`checked_scores`).
     """
 
     def __init__(self, fn: Callable[..., Sequence[float]]):
@@ -57,15 +58,19 @@ class CompletionReward:
         references: Sequence[Sequence[str]],
         meta: Sequence[dict[str, Any]],
     ) -> np.ndarray:
-        scores = self.fn(prompts=list(prompts), completions=list(utterances))
-        try:
-            values = np.asarray(scores, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise ValueError(
-                f"reward function {self.name} must return one number per completion, got {safe_repr(scores)}"
-            ) from error
-        if values.shape != (len(utterances),) or not np.isfinite(values).all():
-            raise ValueError(
-                f"reward function {self.name} must return {len(utterances)} finite numbers, got {safe_repr(scores)}"
-            )
-        return values
+        return checked_scores(self.name, self.fn(prompts=list(prompts), completions=list(utterances)), len(utterances))
+
+
+def checked_scores(name: str, scores: Any, count: int) -> np.ndarray:
+    """A reward function's ``scores`` as ``count`` finite float64s; anything else (not a sequence,
+    strings, another length, NaN or inf) raises :class:`ConfigurationError` naming function ``name``."""
+    try:
+        numbers = not isinstance(scores, (str, bytes)) and not any(isinstance(s, (str, bytes)) for s in scores)
+        values = np.asarray(scores, dtype=np.float64) if numbers else None
+    except (TypeError, ValueError, OverflowError):  # not a sequence, or not of numbers
+        values = None
+    if values is None or values.shape != (count,) or not np.isfinite(values).all():
+        raise ConfigurationError(
+            f"reward function {name} must return {count} finite numbers (one per completion), got {safe_repr(scores)}"
+        )
+    return values

@@ -19,6 +19,7 @@ import numpy as np
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError, require_extra, safe_repr
 from lm_gym.core.hub import require_local_or_hub
 from lm_gym.core.validation import check_device
+from lm_gym.rewards.completion import checked_scores
 from lm_gym.rewards.reference import REFERENCE_METRICS, ReferenceReward
 
 #: The metrics a reward or a per-episode metric can be (each needs references).
@@ -169,14 +170,4 @@ class FunctionReward:
             scores = self.fn(prompts=list(prompts), completions=list(utterances), **kwargs)
         except Exception as error:  # noqa: BLE001 - any failure of the user's function, reported as one
             raise ConfigurationError(f"reward function {self.name} raised {type(error).__name__}: {error}") from error
-        try:
-            numbers = not isinstance(scores, (str, bytes)) and not any(isinstance(s, (str, bytes)) for s in scores)
-            values = np.asarray(scores, dtype=np.float64) if numbers else None
-        except (TypeError, ValueError, OverflowError):  # not a sequence, or not of numbers
-            values = None
-        if values is None or values.shape != (len(utterances),) or not np.isfinite(values).all():
-            raise ConfigurationError(
-                f"reward function {self.name} must return {len(utterances)} finite numbers (one per completion), "
-                f"got {safe_repr(scores)}"
-            )
-        return values
+        return checked_scores(self.name, scores, len(utterances))
