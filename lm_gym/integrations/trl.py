@@ -170,35 +170,39 @@ class EnvReward:
     def score(self, indices: Sequence[int], utterances: Sequence[str]) -> np.ndarray:
         """The env's reward of playing ``utterances[i]`` on sample ``indices[i]``: one vector env step,
         one batched reward call. Utterances longer than the action space are cut to it."""
-        count = len(utterances)
-        if count not in self.vector_envs:
-            self.vector_envs[count] = _vector_env(self.env_id, self.split, self.env_kwargs, count)
-        venv = self.vector_envs[count]
+        venv = self._vector_env(len(utterances))
         rows = np.asarray(indices)
         for index in dict.fromkeys(rows.tolist()):
             venv.reset(options={"index": int(index), "reset_mask": rows == index})
-        max_chars = venv.single_action_space.max_length
-        _, rewards, _, _, _ = venv.step(tuple(text[:max_chars] for text in utterances))
-        return np.asarray(rewards, dtype=np.float64)
+        return self._step(venv, utterances)[0]
 
     def score_first_turn(self, seeds: Sequence[int], utterances: Sequence[str]) -> np.ndarray:
         """The reward of games that end after one utterance: game ``seeds[i]`` (reset with that seed)
         answered with ``utterances[i]``, one vector env step. A game that goes on is an error: its
         reward is the return of the whole episode, which ``rollout_function`` plays."""
-        count = len(utterances)
-        if count not in self.vector_envs:
-            self.vector_envs[count] = _vector_env(self.env_id, self.split, self.env_kwargs, count)
-        venv = self.vector_envs[count]
+        venv = self._vector_env(len(utterances))
         venv.reset(seed=[int(seed) for seed in seeds])
-        max_chars = venv.single_action_space.max_length
-        _, rewards, terminated, truncated, _ = venv.step(tuple(text[:max_chars] for text in utterances))
-        if not np.all(terminated | truncated):
+        rewards, ended = self._step(venv, utterances)
+        if not ended.all():
             raise ConfigurationError(
                 f"{self.env_id}'s games go on after the first utterance: pass "
                 f"rollout_func=rollout_function({self.env_id!r}, ...) to GRPOTrainer, so the reward is the "
                 "return of the episode it played"
             )
-        return np.asarray(rewards, dtype=np.float64)
+        return rewards
+
+    def _vector_env(self, count: int):
+        """The task's native vector env of ``count`` copies, made once per batch size."""
+        if count not in self.vector_envs:
+            self.vector_envs[count] = _vector_env(self.env_id, self.split, self.env_kwargs, count)
+        return self.vector_envs[count]
+
+    @staticmethod
+    def _step(venv, utterances: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """One step of every copy (utterances cut to the action space): the rewards and which episodes ended."""
+        max_chars = venv.single_action_space.max_length
+        _, rewards, terminated, truncated, _ = venv.step(tuple(text[:max_chars] for text in utterances))
+        return np.asarray(rewards, dtype=np.float64), terminated | truncated
 
 
 def reward_function(env_id: str, split: str = "train", **env_kwargs: Any) -> EnvReward:
