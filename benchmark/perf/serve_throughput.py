@@ -1,9 +1,16 @@
 """Steps per second of a served task (``python -m lm_gym.serve``) against the in-process native vector env.
 
-    python benchmark/perf/serve_throughput.py [--clients 1 8 64] [--steps 20] [--tasks imdb wordle]
+    python benchmark/perf/serve_throughput.py [--clients 1 8 64] [--steps 20] [--tasks imdb wordle imdb-ngram]
 
-For each task (offline kwargs: IMDB ``source="synthetic"`` with its offline sentiment model,
-Wordle) and each N in ``--clients``:
+Tasks, all offline:
+
+* ``imdb``: IMDB (``source="synthetic"``) scored by a reward model of the hub task's size and
+  shape, DistilBERT-base (6 layers, 768 wide; random weights, built here with a tokenizer trained
+  on the reviews and saved under ``--model-dir``): the cost of ``lvwerra/distilbert-imdb``;
+* ``wordle``: Wordle, no model (a step costs microseconds in process);
+* ``imdb-ngram``: IMDB with its offline bag-of-n-grams classifier (also microseconds).
+
+For each task and each N in ``--clients``:
 
 * **native**: ``gymnasium.make_vec(task, N, vectorization_mode="vector_entry_point")`` stepped in
   this process, N utterances a step (one reward call);
@@ -26,16 +33,44 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import gymnasium
+import torch
 
 import lm_gym  # noqa: F401  (registers the tasks)
 import lm_gym.serve  # noqa: F401  (registers lm_gym/Remote-v0)
 
+CONTINUATIONS = [
+    "and the second half is even better, with a moving score and two leads who make every scene count.",
+    "but the plot falls apart in the last act and the jokes are too thin to carry a film this long.",
+    "it is the kind of film you want to see again the moment it ends, funny and warm and honest.",
+    "so I left the theatre bored, and nothing in the script or the acting gave me a reason to stay.",
+]
 TASKS = {
-    "imdb": ("lm_gym/IMDB-v0", {"source": "synthetic"}, ["a wonderful film, moving and funny", "boring and too long"]),
+    "imdb": ("lm_gym/IMDB-v0", {"source": "synthetic"}, CONTINUATIONS),
     "wordle": ("lm_gym/Wordle-v0", {}, ["crane", "slate", "pious", "adieu"]),
+    "imdb-ngram": ("lm_gym/IMDB-v0", {"source": "synthetic"}, CONTINUATIONS),
 }
+
+
+def distilbert_reward_model(directory: Path) -> str:
+    """A sentiment classifier shaped as DistilBERT-base (random weights) saved in ``directory``."""
+    if not (directory / "config.json").exists():
+        from transformers import DistilBertConfig, DistilBertForSequenceClassification
+
+        from lm_gym.core.tokenizer import train_tokenizer
+        from lm_gym.tasks.imdb.data import load_reviews
+
+        texts = [text for text, _ in load_reviews("synthetic", "train")]
+        tokenizer = train_tokenizer(texts, "serve-benchmark-imdb", vocab_size=8192)
+        config = DistilBertConfig(
+            vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, id2label={0: "NEGATIVE", 1: "POSITIVE"}
+        )
+        torch.manual_seed(0)
+        DistilBertForSequenceClassification(config).save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+    return str(directory)
 
 
 def free_port() -> int:
@@ -83,11 +118,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 64])
     parser.add_argument("--steps", type=int, default=20, help="vector steps timed per measurement")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
-    parser.add_argument("--window-ms", type=float, default=2.0)
+    parser.add_argument("--window-ms", type=float, default=2.0, help="the server's --batch-window-ms")
+    parser.add_argument("--model-dir", type=Path, default=Path("/tmp/lm-gym-serve-benchmark-distilbert"),
+                        help="where the imdb task's DistilBERT-sized reward model is built (once) and read")  # fmt: skip
     args = parser.parse_args()
-    rows = []
     for task in args.tasks:
         env_id, kwargs, utterances = TASKS[task]
+        if task == "imdb":
+            kwargs = {**kwargs, "reward_model": distilbert_reward_model(args.model_dir)}
         servers = {b: start_server(env_id, kwargs, b, args.window_ms, max(args.clients)) for b in (True, False)}
         try:
             for n in args.clients:
@@ -100,7 +138,6 @@ def main() -> None:
                     )
                     result["served" if batching else "unbatched"] = rate(remote, utterances, args.steps)
                     remote.close()
-                rows.append((task, n, result))
                 print(
                     f"{task:7s} N={n:3d}  native {result['native']:9.1f}/s  served {result['served']:9.1f}/s  "
                     f"unbatched {result['unbatched']:9.1f}/s  served/native {result['served'] / result['native']:.2f}  "

@@ -9,7 +9,8 @@ step is the core's three-part step protocol (``prepare_step``, ``score_queries``
 ``window_s`` (a lone step waits at most the window; once every open session has a step waiting
 they go at once) and plays them in one worker thread, so the event loop keeps reading messages
 while a batch is scored, and the next batch gathers meanwhile. With ``batching=False`` each step
-is played on its own (the baseline of ``benchmark/perf/serve_throughput.py``).
+is played on its own (the baseline of ``benchmark/perf/serve_throughput.py``). Resets wait in the
+same queue, so a batch hands its sessions' resets and steps to the worker thread at once.
 
 A reward function that raises for a batch is called again per step, so only the steps whose
 scoring fails get :class:`~lm_gym.serve.errors.RewardFunctionError`; their episodes are as
@@ -20,7 +21,6 @@ is played).
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -114,13 +114,14 @@ def play_steps(steps: list[tuple[Any, Any]]) -> list[Outcome]:
 
 
 class StepBatcher:
-    """Gathers steps (and resets) of many sessions and plays them in one worker thread.
+    """Gathers steps and resets of many sessions and plays them in one worker thread.
 
     ``await batcher.step(env, action)`` returns the step's five values or raises the session's
     error; ``await batcher.call(fn)`` runs any other env call (a reset) in the same thread, so no
-    two calls touch the envs at once. ``open_sessions`` is a callable giving the number of
-    sessions that could send a step now: once that many steps wait, they go without waiting out
-    the window.
+    two calls touch the envs at once. Both wait in one queue: a batch plays its calls, then its
+    steps with one reward call, in one hand-over to the worker thread. ``open_sessions`` is a
+    callable giving the number of sessions that could send a message now: once that many wait,
+    they go without waiting out the window.
     """
 
     def __init__(self, window_s: float = 0.002, batching: bool = True, open_sessions: Callable[[], int] | None = None):
@@ -130,10 +131,9 @@ class StepBatcher:
         self.batching = batching
         self._open_sessions = open_sessions or (lambda: 0)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lm-gym-steps")
-        self._waiting: list[tuple[Any, Any, asyncio.Future]] = []
+        self._waiting: list[tuple[Any, Any, asyncio.Future]] = []  # (env, action, future); (fn, _CALL, future)
         self._timer: asyncio.TimerHandle | None = None
         self._busy = False
-        self._lock = threading.Lock()
         #: Steps and calls accepted and not yet answered (the graceful shutdown waits for 0).
         self.in_flight = 0
         #: Sizes of the batches played so far (for tests and the benchmark): count and total steps.
@@ -141,40 +141,39 @@ class StepBatcher:
         self.batched_steps = 0
 
     async def call(self, fn: Callable[[], Any]) -> Any:
-        """``fn()`` in the worker thread."""
-        self.in_flight += 1
-        try:
-            return await asyncio.get_running_loop().run_in_executor(self._executor, fn)
-        finally:
-            self.in_flight -= 1
+        """``fn()`` in the worker thread (with the next batch when batching)."""
+        outcome = await self._submit(fn, _CALL)
+        if isinstance(outcome, _Raised):
+            raise outcome.error
+        return outcome
 
     async def step(self, env: Any, action: Any) -> StepResult:
         """One session's step, played with the other sessions' steps that arrive within the window."""
-        self.in_flight += 1
-        try:
-            if not self.batching:
-                outcome = await asyncio.get_running_loop().run_in_executor(
-                    self._executor, lambda: play_steps([(env, action)])[0]
-                )
-            else:
-                future = asyncio.get_running_loop().create_future()
-                self._waiting.append((env, action, future))
-                self._schedule()
-                outcome = await future
-        finally:
-            self.in_flight -= 1
+        outcome = await self._submit(env, action)
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
 
+    async def _submit(self, target: Any, action: Any) -> Any:
+        self.in_flight += 1
+        try:
+            loop = asyncio.get_running_loop()
+            if not self.batching:
+                return (await loop.run_in_executor(self._executor, _play, [(target, action, None)]))[0]
+            future = loop.create_future()
+            self._waiting.append((target, action, future))
+            self._schedule()
+            return await future
+        finally:
+            self.in_flight -= 1
+
     def _schedule(self) -> None:
-        loop = asyncio.get_running_loop()
         if self._busy:
             return  # the running batch's end starts the next one
         if len(self._waiting) >= max(1, self._open_sessions()) or self.window_s == 0:
             self._flush()
         elif self._timer is None:
-            self._timer = loop.call_later(self.window_s, self._flush)
+            self._timer = asyncio.get_running_loop().call_later(self.window_s, self._flush)
 
     def _flush(self) -> None:
         if self._timer is not None:
@@ -184,10 +183,11 @@ class StepBatcher:
             return
         batch, self._waiting = self._waiting, []
         self._busy = True
-        self.batches += 1
-        self.batched_steps += len(batch)
-        loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(self._executor, play_steps, [(env, action) for env, action, _ in batch])
+        steps = sum(action is not _CALL for _, action, _ in batch)
+        if steps:
+            self.batches += 1
+            self.batched_steps += steps
+        work = asyncio.get_running_loop().run_in_executor(self._executor, _play, batch)
         work.add_done_callback(lambda done: self._done(batch, done))
 
     def _done(self, batch: list[tuple[Any, Any, asyncio.Future]], done: asyncio.Future) -> None:
@@ -197,8 +197,38 @@ class StepBatcher:
         for (_, _, future), outcome in zip(batch, outcomes, strict=True):
             if not future.done():
                 future.set_result(outcome)
-        if self._waiting:  # steps that came while this batch played: at once if the window is over
+        if self._waiting:  # messages that came while this batch played: at once if the window is over
             self._flush()
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True)
+
+
+#: The ``action`` of a queued call (a reset) rather than a step.
+_CALL = object()
+
+
+class _Raised:
+    """A call's exception, carried as its outcome (a step's outcome may be an exception itself)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def _play(batch: list[tuple[Any, Any, Any]]) -> list[Any]:
+    """The outcomes of a batch: its calls' results (or ``_Raised``), and its steps played by :func:`play_steps`."""
+    outcomes: list[Any] = [None] * len(batch)
+    steps = []
+    for i, (target, action, _) in enumerate(batch):
+        if action is _CALL:
+            try:
+                outcomes[i] = target()
+            except Exception as error:
+                outcomes[i] = _Raised(error)
+        else:
+            steps.append(i)
+    for i, outcome in zip(steps, play_steps([batch[i][:2] for i in steps]), strict=True):
+        outcomes[i] = outcome
+    return outcomes

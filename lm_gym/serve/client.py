@@ -25,14 +25,14 @@ from typing import Any
 
 import gymnasium
 import numpy as np
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from lm_gym.core.errors import ConfigurationError, InvalidActionError, safe_repr
+from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError, safe_repr
 from lm_gym.core.text_env import checked_utterance
 from lm_gym.core.validation import check_int, check_seed, is_integer
 from lm_gym.core.vector import MAX_ENVS
-from lm_gym.serve.errors import LMGymError, SessionError, error_from_reply
+from lm_gym.serve.errors import SessionError, error_from_reply
 from lm_gym.serve.wire import build_spaces, decode_info, token_observation
 
 _loop: asyncio.AbstractEventLoop | None = None
@@ -50,7 +50,18 @@ def _event_loop() -> asyncio.AbstractEventLoop:
 
 
 def _run(coroutine: Coroutine, timeout_s: float) -> Any:
-    return asyncio.run_coroutine_threadsafe(coroutine, _event_loop()).result(timeout_s + 5)
+    """``coroutine``'s result, run on the background loop; ``SessionError`` after ``timeout_s``.
+
+    One timeout for the whole call (a vector step's requests share it), not one per request.
+    """
+
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coroutine, timeout_s)
+
+    try:
+        return asyncio.run_coroutine_threadsafe(bounded(), _event_loop()).result()
+    except (asyncio.TimeoutError, TimeoutError):
+        raise SessionError(f"the server did not answer within {timeout_s:g} s (timeout_s)") from None
 
 
 def websocket_url(url: str) -> str:
@@ -88,7 +99,11 @@ class Session:
             raise SessionError(f"the session with {self.url} is closed")
         try:
             await self.ws.send(json.dumps(message))
-            reply = json.loads(await asyncio.wait_for(self.ws.recv(), self.timeout_s))
+            reply = json.loads(await self.ws.recv())
+        except asyncio.CancelledError:  # timed out: a late reply would answer the next request
+            ws, self.ws = self.ws, None
+            asyncio.ensure_future(ws.close())
+            raise
         except Exception as error:
             self.ws = None
             raise SessionError(f"the session with {self.url} ended: {type(error).__name__}: {error}") from error
@@ -110,10 +125,31 @@ def _check_server(state: dict[str, Any], env_id: str | None, action_level: str |
     served = state.get("env_id")
     if env_id is not None and env_id.rpartition(":")[2] != served:
         raise ConfigurationError(f"env_id {env_id!r} was asked for, but the server serves {served!r}")
-    if action_level is not None and action_level != state.get("spaces", {}).get("action_level"):
-        raise ConfigurationError(
-            f"action_level {action_level!r} was asked for, but the server serves {state.get('action_level')!r}"
-        )
+    served_level = state.get("spaces", {}).get("action_level")
+    if action_level is not None and action_level != served_level:
+        raise ConfigurationError(f"action_level {action_level!r} was asked for, but the server serves {served_level!r}")
+
+
+def _check_same_task(urls: list[str], states: list[dict[str, Any]]) -> None:
+    """Servers behind one vector env must serve the same task (id, kwargs, level): equal ``task_digest``s."""
+    first = states[0]
+    for url, state in zip(urls[1:], states[1:], strict=True):
+        if (state.get("task_digest"), state.get("spaces")) != (first.get("task_digest"), first.get("spaces")):
+            raise ConfigurationError(
+                f"the servers at {urls[0]} and {url} serve different tasks ({first.get('env_id')!r} and "
+                f"{state.get('env_id')!r}, or the same id with other kwargs or action level); "
+                "one vector env plays one task"
+            )
+
+
+def _urls(url: Any) -> list[str]:
+    """``url`` (one address, or a list of them) as a list; each checked."""
+    urls = [url] if isinstance(url, str) else list(url) if isinstance(url, (list, tuple)) else None
+    if not urls:
+        raise ConfigurationError(f"url must be an address or a non-empty list of addresses, got {safe_repr(url)}")
+    for address in urls:
+        websocket_url(address)
+    return urls
 
 
 class _Remote:
@@ -125,6 +161,11 @@ class _Remote:
         self.action_level: str = self.spaces_description.get("action_level", "utterance")
         self._single_obs_space, self._single_act_space = build_spaces(self.spaces_description)
         self._vocab = self.spaces_description.get("vocab_size")
+
+    def _empty_observation(self) -> Any:
+        if self.action_level == "utterance":
+            return ""
+        return {key: np.zeros(space.shape, dtype=np.int64) for key, space in self._single_obs_space.spaces.items()}
 
     def _action(self, action: Any) -> dict[str, Any]:
         """The step message's data; bad actions raise ``InvalidActionError`` before anything is sent."""
@@ -205,45 +246,58 @@ class RemoteEnv(_Remote, gymnasium.Env):
 
 
 class RemoteVectorEnv(_Remote, VectorEnv):
-    """``num_envs`` sessions of the server at ``url``, stepped concurrently (``lm_gym/Remote-v0``'s vector form).
+    """``num_envs`` sessions of the servers at ``url``, stepped concurrently (``lm_gym/Remote-v0``'s vector form).
 
-    Seeding and autoreset as lm-gym's native vector envs: ``reset(seed=s)`` seeds copy ``i`` with
-    ``s + i``; ``"NextStep"`` autoreset (the step after an episode ends resets that copy, reward
-    0). Utterance level: observations are a tuple of ``str``; token level: a dict of stacked arrays.
+    ``url`` is one server or a list of servers (one per host, say) serving the same task with
+    the same kwargs and action level (checked: their ``task_digest``); session ``i`` lives on
+    ``url[i % len(url)]``. Seeding and autoreset as lm-gym's native vector envs:
+    ``reset(seed=s)`` seeds copy ``i`` with ``s + i``; ``autoreset_mode`` ``"NextStep"`` (the
+    default: the step after an episode ends resets that copy, reward 0), ``"SameStep"`` (the
+    step that ends an episode resets it; ``info["final_obs"]`` and ``info["final_info"]`` hold
+    the end) or ``"Disabled"`` (reset ended copies with ``reset(options={"reset_mask": mask})``).
+    Utterance level: observations are a tuple of ``str``; token level: a dict of stacked arrays.
     """
-
-    metadata = {"render_modes": [], "autoreset_mode": gymnasium.vector.AutoresetMode.NEXT_STEP}
 
     def __init__(
         self,
         num_envs: int = 1,
-        url: str = "",
+        url: str | Sequence[str] = "",
         env_id: str | None = None,
         action_level: str | None = None,
         timeout_s: float = 60.0,
-        autoreset_mode: str = "NextStep",
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
     ):
         self.num_envs = check_int("num_envs", num_envs, 1, MAX_ENVS)
-        if autoreset_mode != "NextStep":
-            raise ConfigurationError(f"lm_gym/Remote-v0's vector env autoresets 'NextStep', got {autoreset_mode!r}")
+        try:
+            self.autoreset_mode = AutoresetMode(autoreset_mode)
+        except (TypeError, ValueError):
+            raise ConfigurationError(
+                f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, got {safe_repr(autoreset_mode)}"
+            ) from None
+        self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
+        self.urls = _urls(url)
         self.timeout_s = float(timeout_s)
-        self.sessions = [Session(url, self.timeout_s) for _ in range(self.num_envs)]
+        self.sessions = [Session(self.urls[i % len(self.urls)], self.timeout_s) for i in range(self.num_envs)]
         self._needs_reset = np.ones(self.num_envs, dtype=bool)
         self._reset_called = False
         try:
             self._gather([session.open() for session in self.sessions])
-            state = _run(self.sessions[0].request({"type": "state"}), self.timeout_s)
-            _check_server(state, env_id, action_level)
+            first = self.sessions[: len(self.urls)]  # one session on each server
+            states = self._gather([session.request({"type": "state"}) for session in first])
+            _check_server(states[0], env_id, action_level)
+            _check_same_task(self.urls, states)
         except BaseException:
             self.close_extras()
             raise
-        self._describe(state)
+        self._describe(states[0])
         self.single_observation_space, self.single_action_space = self._single_obs_space, self._single_act_space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
+        #: Each copy's last observation (a copy not reset yet: an empty one).
+        self._observations: list[Any] = [self._empty_observation()] * self.num_envs
 
     def _gather(self, coroutines: list[Coroutine]) -> list[Any]:
-        """Run ``coroutines`` concurrently; raise the first typed error after all of them finished."""
+        """Run ``coroutines`` concurrently (one timeout for all); raise the first error after all of them finished."""
 
         async def gather() -> list[Any]:
             return await asyncio.gather(*coroutines, return_exceptions=True)
@@ -266,21 +320,38 @@ class RemoteVectorEnv(_Remote, VectorEnv):
         )
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None):
+        options = dict(options) if isinstance(options, dict) else options
+        reset_mask = np.ones(self.num_envs, dtype=bool)
+        if isinstance(options, dict) and "reset_mask" in options:
+            reset_mask = options.pop("reset_mask")
+            if not (
+                isinstance(reset_mask, np.ndarray) and reset_mask.dtype == bool and reset_mask.shape == (self.num_envs,)
+            ):
+                raise ConfigurationError(
+                    f"options['reset_mask'] must be a bool NumPy array of shape ({self.num_envs},), "
+                    f"got {safe_repr(reset_mask)}"
+                )
+            options = options or None
         seeds = self._seeds(seed)
-        replies = self._gather(
-            [session.request(_reset_message(s, options)) for session, s in zip(self.sessions, seeds, strict=True)]
-        )
-        decoded = [self._decode(reply) for reply in replies]
-        self._needs_reset[:] = False
-        self._reset_called = True
+        resets = np.flatnonzero(reset_mask)
+        replies = self._gather([self.sessions[i].request(_reset_message(seeds[i], options)) for i in resets])
         infos: dict[str, Any] = {}
-        for i, (_, _, _, _, info) in enumerate(decoded):
+        for i, reply in zip(resets, replies, strict=True):
+            obs, _, _, _, info = self._decode(reply)
+            self._observations[i] = obs
+            self._needs_reset[i] = False
             infos = self._add_info(infos, info, i)
-        return self._batch([d[0] for d in decoded]), infos
+        self._reset_called = True
+        return self._batch(self._observations), infos
 
     def step(self, actions: Sequence[Any]):
         if not self._reset_called:
-            raise LMGymError("RemoteVectorEnv.step() called before reset(); call reset() first")
+            raise ResetNeededError("RemoteVectorEnv.step() called before reset(); call reset() first")
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._needs_reset.any():
+            raise ResetNeededError(
+                f"envs {np.flatnonzero(self._needs_reset).tolist()} finished their episodes; with autoreset_mode "
+                "'Disabled' call reset(options={'reset_mask': mask}) first"
+            )
         if isinstance(actions, np.ndarray):
             actions = list(actions)
         if not isinstance(actions, (list, tuple)) or len(actions) != self.num_envs:
@@ -288,23 +359,35 @@ class RemoteVectorEnv(_Remote, VectorEnv):
                 f"actions must be a list, tuple or array of {self.num_envs} actions, got {safe_repr(actions)}"
             )
         data = [self._action(action) for action in actions]  # every action checked before any is sent
-        requests = [
-            session.request(_reset_message(None, None) if self._needs_reset[i] else {"type": "step", "data": data[i]})
-            for i, session in enumerate(self.sessions)
-        ]
-        replies = self._gather(requests)
-        observations, infos = [], {}
+        autoreset = self._needs_reset.copy()
+        replies = self._gather(
+            [
+                session.request(_reset_message(None, None) if autoreset[i] else {"type": "step", "data": data[i]})
+                for i, session in enumerate(self.sessions)
+            ]
+        )
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminations = np.zeros(self.num_envs, dtype=bool)
         truncations = np.zeros(self.num_envs, dtype=bool)
+        infos: list[dict[str, Any]] = []
         for i, reply in enumerate(replies):
             obs, reward, terminated, truncated, info = self._decode(reply)
-            if not self._needs_reset[i]:
+            if not autoreset[i]:
                 rewards[i], terminations[i], truncations[i] = reward, terminated, truncated
-            observations.append(obs)
-            infos = self._add_info(infos, info, i)
-        self._needs_reset = terminations | truncations
-        return self._batch(observations), rewards, terminations, truncations, infos
+            self._observations[i] = obs
+            infos.append(info)
+        ended = np.flatnonzero(terminations | truncations)
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and ended.size:
+            resets = self._gather([self.sessions[i].request(_reset_message(None, None)) for i in ended])
+            for i, reply in zip(ended, resets, strict=True):
+                obs, _, _, _, reset_info = self._decode(reply)
+                final_obs, self._observations[i] = self._observations[i], obs
+                infos[i] = {**reset_info, "final_obs": final_obs, "final_info": infos[i]}
+        self._needs_reset = (terminations | truncations) & (self.autoreset_mode != AutoresetMode.SAME_STEP)
+        vector_infos: dict[str, Any] = {}
+        for i, info in enumerate(infos):
+            vector_infos = self._add_info(vector_infos, info, i)
+        return self._batch(self._observations), rewards, terminations, truncations, vector_infos
 
     def _batch(self, observations: list[Any]) -> Any:
         if self.action_level == "utterance":

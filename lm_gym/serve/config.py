@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,11 @@ class ServeConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
                 raise ConfigurationError(f"{name} must be a number >= 0, got {safe_repr(value)}")
+
+    def task_digest(self) -> str:
+        """SHA-256 of what decides the episodes: the env id, its kwargs and the action level."""
+        task = json.dumps([self.env_id.rpartition(":")[2], self.env_kwargs, self.action_level], sort_keys=True)
+        return hashlib.sha256(task.encode()).hexdigest()
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))

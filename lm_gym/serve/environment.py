@@ -14,7 +14,9 @@ Wire types (``GET /schema`` publishes them):
   ``prompt_ids``, ``prompt_mask``, ``context_ids``, ``context_mask``; both with ``terminated``,
   ``truncated`` and ``info``, and OpenEnv's ``reward`` and ``done`` (``terminated or truncated``);
 - state: :class:`TaskState`, OpenEnv's ``episode_id`` and ``step_count`` with ``env_id``,
-  ``action_level`` and ``spaces`` (:func:`~lm_gym.serve.wire.describe_spaces`).
+  ``action_level``, ``spaces`` (:func:`~lm_gym.serve.wire.describe_spaces`) and ``task_digest``
+  (:meth:`~lm_gym.serve.config.ServeConfig.task_digest`: servers whose digests are equal play the
+  same episodes from the same seeds, and the kwargs themselves stay on the server).
 
 ``reset`` takes ``seed`` (``None`` or an int >= 0) and ``options`` (the task's reset options);
 copy ``i`` reset with seed ``s`` plays the episode a local env reset with ``s`` plays.
@@ -28,7 +30,7 @@ from typing import Any
 import gymnasium
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, create_model
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
 from lm_gym.core.registration import task_spec
@@ -45,7 +47,7 @@ class UtteranceAction(Action):
     """An utterance-level action: the utterance."""
 
     model_config = _STRICT
-    text: str = Field(description="the utterance (printable ASCII; at most the task's max_action_length characters)")
+    text: str = Field(description="the utterance (at most the task's max_action_length characters)")
 
 
 class TokenAction(Action):
@@ -82,13 +84,23 @@ class TaskState(State):
     env_id: str = ""
     action_level: str = "utterance"
     spaces: dict[str, Any] = Field(default_factory=dict)
+    task_digest: str = Field(default="", description="SHA-256 of the task's id, kwargs and action level")
 
 
-def wire_types(action_level: str) -> tuple[type[Action], type[Observation]]:
-    """The action and observation types of ``action_level``."""
-    if action_level == "token":
-        return TokenAction, TokenObservation
-    return UtteranceAction, UtteranceObservation
+def wire_types(spaces: dict[str, Any]) -> tuple[type[Action], type[Observation]]:
+    """The action and observation types of a server whose spaces :func:`describe_spaces` described.
+
+    The action's JSON schema (``GET /schema``) carries the task's limits (``maxLength`` of the
+    text; ``minimum`` and ``maximum`` of the token); the env checks them, so an action over them
+    gets ``InvalidActionError`` as from a local env.
+    """
+    if spaces["action_level"] == "token":
+        limits = {"minimum": 0, "maximum": spaces["vocab_size"] - 1}
+        token = (int, Field(description=TokenAction.model_fields["token"].description, json_schema_extra=limits))
+        return create_model("TokenAction", __base__=TokenAction, token=token), TokenObservation
+    limits = {"maxLength": spaces["max_action_length"]}
+    text = (str, Field(description=UtteranceAction.model_fields["text"].description, json_schema_extra=limits))
+    return create_model("UtteranceAction", __base__=UtteranceAction, text=text), UtteranceObservation
 
 
 class TaskService:
@@ -101,7 +113,7 @@ class TaskService:
         env = gymnasium.make(config.env_id, action_level=config.action_level, **config.env_kwargs).unwrapped
         self.prototype = env
         self.spaces = describe_spaces(env, config.action_level)
-        self.action_cls, self.observation_cls = wire_types(config.action_level)
+        self.action_cls, self.observation_cls = wire_types(self.spaces)
         #: Sessions that have reset at least once and are open: once that many steps wait, a batch goes.
         self.sessions = 0
         self.draining = False
@@ -150,7 +162,12 @@ class SessionEnvironment(Environment):
         super().__init__()
         self.service = service
         self.env = service.new_env()
-        self._state = TaskState(env_id=service.env_id, action_level=service.config.action_level, spaces=service.spaces)
+        self._state = TaskState(
+            env_id=service.env_id,
+            action_level=service.config.action_level,
+            spaces=service.spaces,
+            task_digest=service.config.task_digest(),
+        )
         self._closed = False
         self._counted = False  # counted in service.sessions from its first reset (OpenEnv builds envs it never plays)
 

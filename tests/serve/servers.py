@@ -36,9 +36,10 @@ def start_server():
 
         lm_gym.serve.register_remote()  # again, after an earlier module's registration was removed
         if env_id.startswith("serve_tasks:") and "serve_test/Counting-v0" not in gymnasium.registry:
-            import serve_tasks  # imported by an earlier module, whose registration was removed after it
+            import serve_tasks  # registers on its first import; an earlier module's registration was removed
 
-            serve_tasks.register()
+            if "serve_test/Counting-v0" not in gymnasium.registry:
+                serve_tasks.register()
         config = ServeConfig(env_id=env_id, port=0, **settings)
         served = ServedApp(config)
         server = DrainingServer(uvicorn_config(config, served.asgi, log_level="warning"), served)

@@ -103,6 +103,24 @@ def test_the_remote_client_raises_the_typed_errors(start_server):
         gymnasium.make("lm_gym/Remote-v0", url=url, env_id="lm_gym/IMDB-v0")
     with pytest.raises(SessionError):
         gymnasium.make("lm_gym/Remote-v0", url="http://127.0.0.1:9", timeout_s=2)
+    with pytest.raises(ConfigurationError, match="action_level 'token' was asked for"):
+        gymnasium.make("lm_gym/Remote-v0", url=url, action_level="token")
+    env.close()
+
+
+def test_a_reply_later_than_timeout_s_ends_the_session(start_server):
+    import gymnasium
+
+    import lm_gym.serve  # noqa: F401
+    from lm_gym.serve.errors import SessionError
+
+    url, _, _ = start_server("serve_tasks:serve_test/Counting-v0")
+    env = gymnasium.make("lm_gym/Remote-v0", url=url, timeout_s=0.2, disable_env_checker=True)
+    env.reset(seed=0)
+    with pytest.raises(SessionError, match="did not answer within 0.2 s"):
+        env.step("slow")  # the reward sleeps 0.5 s
+    with pytest.raises(SessionError, match="closed"):  # its late reply must not answer another request
+        env.reset(seed=0)
     env.close()
 
 

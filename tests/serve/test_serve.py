@@ -14,6 +14,8 @@ import gymnasium
 import numpy as np
 import pytest
 
+from lm_gym.core.errors import ResetNeededError
+
 pytest.importorskip("openenv")
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
@@ -71,6 +73,7 @@ def test_openenv_generic_client_plays_a_served_task(start_server):
             client.step({"text": "x" * 1000})
     schema = json.load(urllib.request.urlopen(f"{url}/schema", timeout=10))
     assert schema["action"]["properties"]["text"]["type"] == "string"
+    assert schema["action"]["properties"]["text"]["maxLength"] == local.action_space.max_length
     assert json.load(urllib.request.urlopen(f"{url}/health", timeout=10))["status"] == "healthy"
 
 
@@ -100,24 +103,58 @@ def test_a_session_replays_the_local_env_with_the_same_seed(start_server, env_id
     remote.close()
 
 
-def test_the_vector_client_matches_the_native_vector_env(start_server):
+def assert_same_vector_step(result_r, result_n):
+    assert result_r[0] == result_n[0]
+    for a, b in zip(result_r[1:4], result_n[1:4], strict=True):
+        assert np.array_equal(a, b)
+    infos_r, infos_n = result_r[4], result_n[4]
+    assert infos_r.keys() == infos_n.keys()
+    if "final_obs" in infos_n:
+        assert infos_r["final_obs"].tolist() == infos_n["final_obs"].tolist()
+        assert infos_r["final_info"]["answer"].tolist() == infos_n["final_info"]["answer"].tolist()
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
+@pytest.mark.parametrize("servers", [1, 2])
+def test_the_vector_client_matches_the_native_vector_env(start_server, mode, servers):
     import lm_gym.serve  # noqa: F401
 
-    url, served, _ = start_server("lm_gym/Wordle-v0")
-    remote = gymnasium.make_vec("lm_gym/Remote-v0", num_envs=4, vectorization_mode="vector_entry_point", url=url)
-    native = gymnasium.make_vec("lm_gym/Wordle-v0", num_envs=4, vectorization_mode="vector_entry_point")
+    urls = [start_server("lm_gym/Wordle-v0")[0] for _ in range(servers)]
+    make = dict(num_envs=5, vectorization_mode="vector_entry_point", autoreset_mode=mode)
+    remote = gymnasium.make_vec("lm_gym/Remote-v0", url=urls if servers > 1 else urls[0], **make)
+    native = gymnasium.make_vec("lm_gym/Wordle-v0", **make)
+    assert remote.metadata["autoreset_mode"] == native.metadata["autoreset_mode"]
     obs_r, _ = remote.reset(seed=11)
     obs_n, _ = native.reset(seed=11)
     assert obs_r == obs_n
     words = ["crane", "slate", "pious", "adieu", "mount"]
-    for t in range(14):  # past the first episodes' ends: "NextStep" autoreset
-        actions = [words[(t + i) % 5] for i in range(4)]
-        result_r, result_n = remote.step(actions), native.step(actions)
-        assert result_r[0] == result_n[0]
-        for a, b in zip(result_r[1:4], result_n[1:4], strict=True):
-            assert np.array_equal(a, b)
-    assert served.service.batcher.batched_steps > served.service.batcher.batches  # steps went together
+    for t in range(14):  # past the first episodes' ends (6 guesses)
+        actions = [words[(t + i) % 5] for i in range(5)]
+        if mode == "Disabled" and t in (6, 12):  # every game ended after 6 guesses
+            with pytest.raises(ResetNeededError, match="reset_mask"):
+                remote.step(actions)
+            mask = np.array([True, False, True, False, True])
+            assert (
+                remote.reset(seed=[1, 0, 3, 0, 5], options={"reset_mask": mask})[0]
+                == native.reset(seed=[1, 0, 3, 0, 5], options={"reset_mask": mask})[0]
+            )
+            remote.reset(seed=40 + t)
+            native.reset(seed=40 + t)
+        assert_same_vector_step(remote.step(actions), native.step(actions))
     remote.close()
+
+
+def test_a_vector_env_over_servers_of_different_tasks_is_refused(start_server):
+    import lm_gym.serve  # noqa: F401
+    from lm_gym.core.errors import ConfigurationError
+
+    wordle, _, _ = start_server("lm_gym/Wordle-v0")
+    other_words, _, _ = start_server("lm_gym/Wordle-v0", env_kwargs={"max_guesses": 3})
+    with pytest.raises(ConfigurationError, match="serve different tasks"):
+        gymnasium.make_vec("lm_gym/Remote-v0", num_envs=2, vectorization_mode="vector_entry_point",
+                           url=[wordle, other_words])  # fmt: skip
+    with pytest.raises(ConfigurationError, match="url must be"):
+        gymnasium.make_vec("lm_gym/Remote-v0", num_envs=2, vectorization_mode="vector_entry_point", url=[])
 
 
 def test_steps_of_concurrent_sessions_share_one_reward_call(start_server):
