@@ -53,7 +53,7 @@ from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, evaluator, play_round
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.stats import Stats
-from lm_toolkit.tasks import make_vector_env, task_lengths
+from lm_toolkit.tasks import make_vector_env, task_lengths, task_of
 
 
 @dataclass
@@ -106,11 +106,11 @@ def main(args: Args) -> dict:
     # Envs: the native batched vector env; a group's envs are adjacent (env i is in group i // G).
     train_env = make_vector_env(args.env_id, env_kwargs, "train", num_envs)
     eval_env = make_vector_env(args.env_id, env_kwargs, "validation", args.eval_batch_size)
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=train_env.envs[0])
+    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task_of(train_env))
 
     # Models: the policy, and the frozen reference only when the KL term needs it.
     source = run.source(args.init_from or args.model_name)
-    tokenizer = load_tokenizer(train_env.envs[0], source)
+    tokenizer = load_tokenizer(task_of(train_env), source)
     policy = load_policy(source, model_config, tokenizer, args.seed, causal_only="grpo.py").to(device).eval()
     reference = (
         frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None) if args.beta > 0 else None

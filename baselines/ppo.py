@@ -62,7 +62,7 @@ from lm_toolkit.rollouts import TextPolicy, Turn, evaluator, play_round
 from lm_toolkit.runs import Run, setup
 from lm_toolkit.sampling import LogitsHook
 from lm_toolkit.stats import Stats
-from lm_toolkit.tasks import make_vector_env, task_lengths
+from lm_toolkit.tasks import make_vector_env, task_lengths, task_of
 
 
 @dataclass
@@ -216,11 +216,11 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         )
     train_env = make_vector_env(args.env_id, env_kwargs, "train", num_envs)
     eval_env = make_vector_env(args.env_id, env_kwargs, "validation", args.eval_batch_size)
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=train_env.envs[0])
+    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task_of(train_env))
 
     # Models: the policy with a value head on its last hidden states, and the frozen reference.
     source = run.source(args.init_from or args.model_name)
-    tokenizer = load_tokenizer(train_env.envs[0], source)
+    tokenizer = load_tokenizer(task_of(train_env), source)
     policy = (
         load_policy(source, model_config, tokenizer, args.seed).to(device).eval()
     )  # dropout off: rollout and update log-probs agree

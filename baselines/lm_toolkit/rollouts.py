@@ -22,7 +22,7 @@ from lm_gym.metrics.corpus import text_env_of
 from lm_gym.results import episode_samples, summarize_episodes
 from lm_toolkit.arguments import is_number
 from lm_toolkit.sampling import LogitsHook, Samples, TokenScores, response_log_probs, sample
-from lm_toolkit.tasks import Lengths
+from lm_toolkit.tasks import Lengths, task_of
 from lm_toolkit.tokens import encode_prompts
 
 MAX_TURNS = 256  # an episode still running after this many turns is a task bug
@@ -221,12 +221,19 @@ def task_entries(venv, returns, metrics, finals, perplexity_model: str | None = 
     names = sorted({task for task in tasks if isinstance(task, str)})
     if not names:
         return {}
-    task_envs = getattr(text_env_of(venv), "task_envs", {})
+    served = task_of(venv)
+    served = served if callable(getattr(served, "corpus_metrics", None)) else None  # lm_gym/Remote-v0
+    task_envs = {} if served is not None else getattr(text_env_of(venv), "task_envs", {})
     entries: dict[str, float] = {}
     for name in names:
         rows = [i for i, task in enumerate(tasks) if task == name]
         group = [finals[i] for i in rows]
-        corpus = corpus_metrics(task_envs[name], group, language_model=perplexity_model) if name in task_envs else {}
+        if served is not None:  # the server computes each of its tasks' corpus metrics
+            corpus = served.corpus_metrics(group, language_model=perplexity_model, task=name)
+        else:
+            corpus = (
+                corpus_metrics(task_envs[name], group, language_model=perplexity_model) if name in task_envs else {}
+            )
         evaluation = summarize_episodes([returns[i] for i in rows], [metrics[i] for i in rows], corpus)
         entries.update({f"{name}/{key}": value for key, value in evaluation.items()})
     return entries

@@ -59,13 +59,32 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
+class StridedCorpus(list):
+    """The texts a tokenizer trains on, already taken from a task's corpus (every ``stride``-th text,
+    :func:`training_texts`): what a served task sends (``lm_gym.serve``), so that
+    :func:`train_tokenizer` trains on it as it is and caches it as it would the whole corpus."""
+
+    def __init__(self, texts: Iterable[str], stride: int):
+        super().__init__(texts)
+        self.stride = int(stride)
+
+
+def training_texts(corpus: Iterable[str]) -> StridedCorpus:
+    """The texts of ``corpus`` a tokenizer trains on: every ``n``-th, ``n`` = characters /
+    :data:`MAX_TRAINING_CHARS` rounded up (all of them when the corpus is small enough)."""
+    corpus = list(corpus)
+    stride = max(1, -(-sum(map(len, corpus)) // MAX_TRAINING_CHARS))  # ceil(characters / MAX_TRAINING_CHARS)
+    return StridedCorpus(corpus[::stride], stride)
+
+
 def train_tokenizer(corpus: Iterable[str], key: str, vocab_size: int = 4096) -> PreTrainedTokenizerBase:
     """A byte-level BPE tokenizer trained on ``corpus``, cached under ``key``.
 
     ``key`` must change whenever the corpus does (tasks derive it from their data).
     Special tokens: ``<|endoftext|>`` (BOS and EOS) and ``<|pad|>``. A corpus of more than
     :data:`MAX_TRAINING_CHARS` characters trains on every ``n``-th text, ``n`` = characters /
-    ``MAX_TRAINING_CHARS`` rounded up, and is cached under ``<key>-bpe<vocab_size>-every<n>``.
+    ``MAX_TRAINING_CHARS`` rounded up, and is cached under ``<key>-bpe<vocab_size>-every<n>``
+    (:func:`training_texts`). A :class:`StridedCorpus` (those texts, taken already) trains as it is.
     """
     from transformers import PreTrainedTokenizerFast
 
@@ -73,8 +92,8 @@ def train_tokenizer(corpus: Iterable[str], key: str, vocab_size: int = 4096) -> 
         raise ConfigurationError(
             f"vocab_size must be at least 300 (256 bytes + merges + special tokens), got {vocab_size}"
         )
-    corpus = list(corpus)
-    stride = max(1, -(-sum(map(len, corpus)) // MAX_TRAINING_CHARS))  # ceil(characters / MAX_TRAINING_CHARS)
+    texts = corpus if isinstance(corpus, StridedCorpus) else training_texts(corpus)
+    stride = texts.stride
 
     def build(directory: Path) -> None:
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -88,7 +107,7 @@ def train_tokenizer(corpus: Iterable[str], key: str, vocab_size: int = 4096) -> 
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
             show_progress=False,
         )
-        tokenizer.train_from_iterator(corpus[::stride], trainer=trainer)
+        tokenizer.train_from_iterator(texts, trainer=trainer)
         wrapped = PreTrainedTokenizerFast(
             tokenizer_object=tokenizer, bos_token=EOS_TOKEN, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN
         )

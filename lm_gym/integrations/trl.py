@@ -33,6 +33,11 @@ Single-turn (CommonGen)::
     trainer.train()
 
 Multi-turn (Wordle) adds ``rollout_func=rollout_function("lm_gym/Wordle-v0")`` to the trainer.
+
+A served task (docs/serving.md): ``env_id="lm_gym/Remote-v0"`` with ``url=...`` among the env
+kwargs (``{"train": url, "validation": url}`` for one server per split) plays the server's task
+in all three, with the same prompts, seeds and rewards as the local task (``lm_gym.serve``, the
+``serve`` extra, is imported only for that id).
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
 from lm_gym.core.registration import split_kwargs, task_class
-from lm_gym.core.text_env import SingleTurnTextEnv, TextEnv
+from lm_gym.core.text_env import SingleTurnTextEnv
 from lm_gym.core.validation import check_int
 
 INDEX_COLUMN = "lm_gym_index"  #: a single-turn row's sample index in the task's split
@@ -58,21 +63,59 @@ DEFAULT_GAMES = 1024  #: rows of a multi-turn task's dataset (games, seeds 0 .. 
 MAX_TURNS = 256  #: an episode still running after this many turns is a task bug
 
 
+REMOTE_ID = "lm_gym/Remote-v0"  #: a served task (``lm_gym.serve.REMOTE_ID``)
+
+
 def is_single_turn(env_id: str) -> bool:
     """Whether task ``env_id`` is single-turn (one prompt, one completion, scored)."""
     return issubclass(task_class(env_id), SingleTurnTextEnv)
 
 
-def _task(env_id: str, split: str, env_kwargs: dict[str, Any]) -> TextEnv:
+def _is_remote(env_id: str) -> bool:
+    """Whether ``env_id`` is a served task; registers ``lm_gym/Remote-v0`` (``import lm_gym.serve``) if so."""
+    if env_id != REMOTE_ID:
+        return False
+    import lm_gym.serve
+
+    lm_gym.serve.register_remote()
+    return True
+
+
+def _kwargs(env_id: str, env_kwargs: dict[str, Any], split: str) -> dict[str, Any]:
+    """The env's kwargs on ``split``; a served task's client is asked for ``split`` (it checks the server plays it)."""
+    if _is_remote(env_id):
+        return {**env_kwargs, "split": split, "action_level": "utterance"}
+    return split_kwargs(env_id, env_kwargs, split)
+
+
+def _task(env_id: str, split: str, env_kwargs: dict[str, Any]) -> Any:
+    """The task's env (a served task: one session of its server, ``lm_gym.serve.client.RemoteEnv``)."""
     import gymnasium
 
-    return gymnasium.make(env_id, **split_kwargs(env_id, env_kwargs, split)).unwrapped
+    return gymnasium.make(env_id, **_kwargs(env_id, env_kwargs, split)).unwrapped
+
+
+def _single_turn(env: Any) -> bool:
+    return isinstance(env, SingleTurnTextEnv) or bool(getattr(env, "single_turn", False))
+
+
+def _samples(env: Any, num_prompts: int | None) -> list[tuple[str, list[str], Any]]:
+    """A single-turn task's first ``num_prompts`` samples ``(prompt, references, meta)``; a served task's
+    from resets with ``options={"index": i}``."""
+    if isinstance(env, SingleTurnTextEnv):
+        return [(s.prompt, list(s.references), s.meta) for s in env.samples[:num_prompts]]
+    count = env.task_info["num_samples"] if num_prompts is None else min(num_prompts, env.task_info["num_samples"])
+    samples = []
+    for index in range(count):
+        prompt, info = env.reset(options={"index": index})
+        samples.append((prompt, list(info["references"]), info["meta"]))
+    return samples
 
 
 def _vector_env(env_id: str, split: str, env_kwargs: dict[str, Any], num_envs: int):
     import gymnasium
 
-    kwargs = split_kwargs(env_id, env_kwargs, split)
+    kwargs = _kwargs(env_id, env_kwargs, split)
     return gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
 
 
@@ -107,18 +150,22 @@ def prompt_dataset(
     if system_prompt is not None and not chat:
         raise ConfigurationError("system_prompt only applies with chat=True")
     env = _task(env_id, split, env_kwargs)
-    if isinstance(env, SingleTurnTextEnv):
-        rows = [
-            {
-                "prompt": sample.prompt,
-                INDEX_COLUMN: index,
-                "references": list(sample.references),
-                "meta": json.dumps(sample.meta, sort_keys=True, default=str),
-            }
-            for index, sample in enumerate(env.samples[:num_prompts])
-        ]
-    else:
-        rows = [{"prompt": env.reset(seed=seed)[0], SEED_COLUMN: seed} for seed in range(num_prompts or DEFAULT_GAMES)]
+    try:
+        if _single_turn(env):
+            rows = [
+                {
+                    "prompt": prompt,
+                    INDEX_COLUMN: index,
+                    "references": references,
+                    "meta": json.dumps(meta, sort_keys=True, default=str),
+                }
+                for index, (prompt, references, meta) in enumerate(_samples(env, num_prompts))
+            ]
+        else:
+            games = range(num_prompts or DEFAULT_GAMES)
+            rows = [{"prompt": env.reset(seed=seed)[0], SEED_COLUMN: seed} for seed in games]
+    finally:
+        env.close()
     if chat:
         for row in rows:
             row["prompt"] = as_chat(row["prompt"], system_prompt)
@@ -143,7 +190,12 @@ class EnvReward:
 
     def __init__(self, env_id: str, split: str, env_kwargs: dict[str, Any]):
         self.env_id, self.split, self.env_kwargs = env_id, split, dict(env_kwargs)
-        self.single_turn = is_single_turn(env_id)
+        if _is_remote(env_id):  # the server says
+            env = _task(env_id, split, env_kwargs)
+            self.single_turn = _single_turn(env)
+            env.close()
+        else:
+            self.single_turn = is_single_turn(env_id)
         self.__name__ = "lm_gym_" + env_id.split("/")[-1].split("-")[0].lower()  # TRL logs rewards/<name>/mean
         self.vector_envs: dict[int, Any] = {}
 
@@ -224,19 +276,23 @@ class EnvRollout:
     """``GRPOTrainer``'s ``rollout_func`` playing task ``env_id``'s games (see :func:`rollout_function`)."""
 
     def __init__(self, env_id: str, split: str, num_prompts: int, max_new_tokens: int | None, env_kwargs: dict):
-        if is_single_turn(env_id):
+        remote = _is_remote(env_id)
+        task = _task(env_id, split, env_kwargs) if remote else None  # a served task: the server says
+        if task.single_turn if remote else is_single_turn(env_id):
+            if remote:
+                task.close()
             raise ConfigurationError(
                 f"{env_id} is single-turn: TRL's own generation plays it; use reward_function({env_id!r}) alone"
             )
         self.env_id, self.split, self.env_kwargs = env_id, split, dict(env_kwargs)
-        cls = task_class(env_id)
-        self.max_new_tokens = check_int(
-            "max_new_tokens", max_new_tokens or cls.token_level_defaults["max_new_tokens"], 1
-        )
-        task = _task(env_id, split, env_kwargs)
+        defaults = task.token_level_defaults if remote else task_class(env_id).token_level_defaults
+        self.max_new_tokens = check_int("max_new_tokens", max_new_tokens or defaults["max_new_tokens"], 1)
+        task = task or _task(env_id, split, env_kwargs)
         self.starts: dict[str, list[int]] = collections.defaultdict(list)  # first observation -> seeds
         for seed in range(num_prompts):
             self.starts[task.reset(seed=seed)[0]].append(seed)
+        if remote:
+            task.close()
         self.played: collections.Counter[str] = collections.Counter()
         self.vector_envs: dict[int, Any] = {}
 

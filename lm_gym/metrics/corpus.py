@@ -30,7 +30,10 @@ def corpus_metrics(env: Any, episodes: Sequence[dict[str, Any]], language_model:
 
     Args:
         env: the task's env: a :class:`~lm_gym.core.text_env.TextEnv`, an env made by
-            ``gymnasium.make`` (utterance or token level) or a native vector env (its first copy).
+            ``gymnasium.make`` (utterance or token level) or a native vector env (its first copy);
+            or any env object with its own ``corpus_metrics(episodes, language_model=None)``
+            method (itself or under Gymnasium's wrappers), which is called instead: a served task's
+            client (``lm_gym/Remote-v0``) asks its server.
         episodes: the final step's ``info`` of each episode (at least one).
         language_model: ``None`` (no perplexity), a causal LM's name/path, or a ``(model,
             tokenizer)`` pair, for ``perplexity_generations`` and ``perplexity_references``.
@@ -38,27 +41,39 @@ def corpus_metrics(env: Any, episodes: Sequence[dict[str, Any]], language_model:
     Returns, for a single-turn task (:class:`~lm_gym.core.text_env.SingleTurnTextEnv`): the
     :func:`~lm_gym.metrics.diversity` of the utterances, the task's own corpus metrics
     (``env.task_corpus_metrics(episodes)``) and, with ``language_model``,
-    ``perplexity_generations`` and ``perplexity_references``: the corpus perplexity
-    (:func:`~lm_gym.metrics.perplexity`) of the utterances and of the first references, each
-    conditioned on its prompt (empty texts are left out). For another task: its own corpus
-    metrics only.
+    ``perplexity_generations`` and ``perplexity_references`` (:func:`perplexity_metrics`). For
+    another task: its own corpus metrics only.
     """
+    own = getattr(getattr(env, "unwrapped", env), "corpus_metrics", None)
+    if callable(own):
+        return dict(own(episodes, language_model=language_model))
     task = text_env_of(env)
     if not episodes:
         raise ConfigurationError("corpus_metrics needs at least one episode's final info")
     if not isinstance(task, SingleTurnTextEnv):
         return dict(task.task_corpus_metrics(episodes))
-    prompts, utterances, references = episode_texts(episodes)
+    _, utterances, _ = episode_texts(episodes)
     results = dict(diversity(utterances))
     results.update(task.task_corpus_metrics(episodes))
     if language_model is not None:
-        model, tokenizer = language_model if isinstance(language_model, tuple) else (language_model, None)
-        for label, texts in (("generations", utterances), ("references", [r[0] for r in references])):
-            scored = [(prompt, text) for prompt, text in zip(prompts, texts, strict=True) if text.strip()]
-            if scored:  # an empty text has no token to score
-                prefixes, texts = zip(*scored)
-                scores = perplexity(list(texts), model, tokenizer, prefixes=list(prefixes))
-                results[f"perplexity_{label}"] = scores["perplexity"]
+        results.update(perplexity_metrics(episodes, language_model))
+    return results
+
+
+def perplexity_metrics(episodes: Sequence[dict[str, Any]], language_model: Any) -> dict[str, float]:
+    """``perplexity_generations`` and ``perplexity_references`` of single-turn episodes (final infos):
+    the corpus perplexity (:func:`~lm_gym.metrics.perplexity`) under ``language_model`` (a causal
+    LM's name/path or a ``(model, tokenizer)`` pair) of the utterances and of the first references,
+    each conditioned on its prompt (empty texts are left out; none left: no entry)."""
+    prompts, utterances, references = episode_texts(episodes)
+    model, tokenizer = language_model if isinstance(language_model, tuple) else (language_model, None)
+    results = {}
+    for label, texts in (("generations", utterances), ("references", [r[0] for r in references])):
+        scored = [(prompt, text) for prompt, text in zip(prompts, texts, strict=True) if text.strip()]
+        if scored:  # an empty text has no token to score
+            prefixes, texts = zip(*scored)
+            scores = perplexity(list(texts), model, tokenizer, prefixes=list(prefixes))
+            results[f"perplexity_{label}"] = scores["perplexity"]
     return results
 
 

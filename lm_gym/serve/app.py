@@ -25,6 +25,7 @@ from lm_gym.serve.config import ServeConfig
 from lm_gym.serve.environment import SessionEnvironment, TaskService
 from lm_gym.serve.errors import WireError, error_type_of
 from lm_gym.serve.limits import LimitsMiddleware
+from lm_gym.serve.routes import add_task_routes
 
 
 class ServedApp:
@@ -48,6 +49,7 @@ class ServedApp:
             data = {"message": str(error), "error_type": error_type_of({"message": str(error)})}
             return JSONResponse(status_code=status, content={"detail": data["message"], **data})
 
+        self.routes = add_task_routes(app, self.service)  # GET /lm-gym/task, ... (lm_gym.serve.routes)
         self.fastapi = app
         self.asgi = LimitsMiddleware(
             app,

@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
@@ -32,7 +34,7 @@ from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeed
 from lm_gym.core.text_env import checked_utterance
 from lm_gym.core.validation import check_int, check_seed, is_integer
 from lm_gym.core.vector import MAX_ENVS
-from lm_gym.serve.errors import SessionError, error_from_reply
+from lm_gym.serve.errors import RemoteError, SessionError, error_from_reply
 from lm_gym.serve.wire import build_spaces, decode_info, token_observation
 
 _loop: asyncio.AbstractEventLoop | None = None
@@ -74,6 +76,62 @@ def websocket_url(url: str) -> str:
         raise ConfigurationError(f"url must start with http://, https://, ws:// or wss://, got {safe_repr(url)}")
     rest = rest.rstrip("/")
     return f"{scheme}://{rest}" if rest.endswith("/ws") else f"{scheme}://{rest}/ws"
+
+
+def http_url(url: str) -> str:
+    """The HTTP address of a server at ``url`` (``http://``, ``https://``, ``ws://`` or ``wss://``; ``/ws`` or not)."""
+    scheme, _, rest = websocket_url(url).partition("://")
+    return f"{'https' if scheme == 'wss' else 'http'}://{rest.removesuffix('/ws')}"
+
+
+def http_request(url: str, path: str, timeout_s: float, body: Any = None) -> Any:
+    """``GET`` (``body`` None) or ``POST`` (``body`` as JSON) of the server's ``path``: the reply's JSON,
+    or its typed error raised (``error_type`` of the reply)."""
+    request = urllib.request.Request(
+        http_url(url) + path,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+        method="GET" if body is None else "POST",
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # as the WebSocket: no proxy
+    try:
+        with opener.open(request, timeout=timeout_s) as reply:
+            return json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        try:
+            data = json.loads(error.read())
+        except ValueError:
+            data = {}
+        if error.code == 404 and not data.get("error_type"):
+            raise RemoteError(f"{http_url(url)} has no {path} (is it an lm-gym server of this version?)") from None
+        message = data.get("message") or data.get("detail") or f"HTTP {error.code}"
+        reply = {"message": str(message), "error_type": data.get("error_type"), "code": error.code}
+        raise error_from_reply(reply) from None
+    except (OSError, ValueError) as error:
+        raise SessionError(f"{http_url(url)}{path} did not answer: {type(error).__name__}: {error}") from error
+
+
+def _split_urls(url: Any, split: str | None) -> Any:
+    """``url``, or with a dict ``{split: url or urls}`` the entry of ``split``."""
+    if not isinstance(url, dict):
+        return url
+    if split is None:
+        raise ConfigurationError(f"url is a dict of splits {sorted(url)}: pass split= to pick one")
+    if split not in url:
+        raise ConfigurationError(f"split {split!r} was asked for, but url has only the splits {sorted(url)}")
+    return url[split]
+
+
+def _check_split(task: dict[str, Any], split: str | None, url: Any) -> None:
+    """A requested ``split`` must be the one the server plays (a task without splits plays any)."""
+    served = task.get("split")
+    if split is None or served is None or split == served:
+        return
+    suggestion = "{" + ", ".join(f"{name!r}: ..." for name in dict.fromkeys(["train", "validation", split])) + "}"
+    raise ConfigurationError(
+        f"split {split!r} was asked for, but the server at {url} serves the split {served!r}: serve each split "
+        f"(--env-kwargs '{{\"split\": ...}}') and pass url={suggestion}, one server per split"
+    )
 
 
 class Session:
@@ -153,7 +211,12 @@ def _urls(url: Any) -> list[str]:
 
 
 class _Remote:
-    """What the scalar and vector clients share: the spaces, action checks and reply decoding."""
+    """What the scalar and vector clients share: the spaces, action checks and reply decoding, and
+    the task's attributes a trainer reads (from ``GET /lm-gym/task`` and the other ``/lm-gym`` routes,
+    :mod:`lm_gym.serve.routes`)."""
+
+    task_info: dict[str, Any]
+    http_base: str
 
     def _describe(self, state: dict[str, Any]) -> None:
         self.remote_env_id: str = state.get("env_id", "")
@@ -161,6 +224,62 @@ class _Remote:
         self.action_level: str = self.spaces_description.get("action_level", "utterance")
         self._single_obs_space, self._single_act_space = build_spaces(self.spaces_description)
         self._vocab = self.spaces_description.get("vocab_size")
+
+    def _read_task(self, url: str, split: str | None) -> None:
+        """The task's description, read once; ``split`` checked against it."""
+        self.http_base = url
+        self.task_info = http_request(url, "/lm-gym/task", self.timeout_s)
+        _check_split(self.task_info, split, url)
+
+    @property
+    def split(self) -> str | None:
+        """The split the server plays (``None``: its task takes none)."""
+        return self.task_info.get("split")
+
+    @property
+    def token_level_defaults(self) -> dict[str, Any]:
+        """The served task's ``token_level_defaults`` (its protocol's prompt and utterance lengths)."""
+        return dict(self.task_info.get("token_level_defaults") or {})
+
+    @property
+    def generation_defaults(self) -> dict[str, Any]:
+        """The served task's ``generation_defaults`` (``min_new_tokens``)."""
+        return dict(self.task_info.get("generation_defaults") or {})
+
+    @property
+    def single_turn(self) -> bool:
+        """Whether the served task is single-turn (one prompt, one utterance, scored)."""
+        return bool(self.task_info.get("single_turn"))
+
+    def tokenizer_corpus(self) -> tuple[str, Any]:
+        """The served task's tokenizer corpus ``(key, texts)``, fetched: the texts a local tokenizer trains
+        on (a :class:`~lm_gym.core.tokenizer.StridedCorpus`), so ``lm_gym.core.registration.resolve_tokenizer``
+        trains the tokenizer a local run of the task trains."""
+        from lm_gym.core.tokenizer import StridedCorpus
+
+        reply = http_request(self.http_base, "/lm-gym/tokenizer-corpus", self.timeout_s)
+        return reply["key"], StridedCorpus(reply["texts"], reply["stride"])
+
+    def corpus_metrics(
+        self, episodes: Sequence[dict[str, Any]], language_model: Any = None, task: str | None = None
+    ) -> dict[str, float]:
+        """``lm_gym.metrics.corpus_metrics`` of the served task for ``episodes`` (final infos): the server
+        computes the task's (with ``task``, those of a mixture's task); with ``language_model`` this
+        process adds the perplexities of a single-turn task's utterances and references
+        (``lm_gym.metrics.corpus.perplexity_metrics``). ``lm_gym.metrics.corpus_metrics(env, ...)``
+        calls this for a remote env."""
+        from lm_gym.serve.wire import to_json
+
+        if not episodes:
+            raise ConfigurationError("corpus_metrics needs at least one episode's final info")
+        body = {"episodes": to_json(list(episodes)), "task": task}
+        reply = http_request(self.http_base, "/lm-gym/corpus-metrics", self.timeout_s, body)
+        results = {key: float("nan") if value is None else value for key, value in reply["metrics"].items()}
+        if language_model is not None and reply.get("single_turn"):
+            from lm_gym.metrics.corpus import perplexity_metrics
+
+            results.update(perplexity_metrics(episodes, language_model))
+        return results
 
     def _empty_observation(self) -> Any:
         if self.action_level == "utterance":
@@ -205,21 +324,34 @@ class RemoteEnv(_Remote, gymnasium.Env):
     """One session of the lm-gym server at ``url`` as a Gymnasium env (``lm_gym/Remote-v0``).
 
     Args:
-        url: the server, e.g. ``"http://127.0.0.1:8000"``.
+        url: the server, e.g. ``"http://127.0.0.1:8000"``, or a dict ``{split: url}`` (one server per split).
         env_id: if given, the task the server must serve (else ``ConfigurationError``).
         action_level: if given, the action level the server must serve.
         timeout_s: how long to wait for the connection and for each reply.
+        split: if given, the split the server must play (a task without splits plays any); with a
+            dict ``url``, the split whose server to play.
     """
 
     metadata = {"render_modes": []}
 
-    def __init__(self, url: str, env_id: str | None = None, action_level: str | None = None, timeout_s: float = 60.0):
+    def __init__(
+        self,
+        url: str | dict[str, str],
+        env_id: str | None = None,
+        action_level: str | None = None,
+        timeout_s: float = 60.0,
+        split: str | None = None,
+    ):
         self.timeout_s = float(timeout_s)
+        url = _split_urls(url, split)
+        if not isinstance(url, str):
+            raise ConfigurationError(f"url must be an address such as 'http://127.0.0.1:8000', got {safe_repr(url)}")
         self.session = Session(url, self.timeout_s)
         _run(self.session.open(), self.timeout_s)
         try:
             state = _run(self.session.request({"type": "state"}), self.timeout_s)
             _check_server(state, env_id, action_level)
+            self._read_task(url, split)
         except BaseException:
             self.close()
             raise
@@ -256,16 +388,23 @@ class RemoteVectorEnv(_Remote, VectorEnv):
     step that ends an episode resets it; ``info["final_obs"]`` and ``info["final_info"]`` hold
     the end) or ``"Disabled"`` (reset ended copies with ``reset(options={"reset_mask": mask})``).
     Utterance level: observations are a tuple of ``str``; token level: a dict of stacked arrays.
+
+    ``split``: the split the servers must play (``ConfigurationError`` naming both when they play
+    another; a task without splits plays any); ``url`` may be a dict ``{split: url or urls}``, one
+    set of servers per split, of which ``split`` picks one. The task's attributes a trainer reads
+    come from the server: ``token_level_defaults``, ``generation_defaults``, ``single_turn``,
+    ``tokenizer_corpus()`` and ``corpus_metrics(episodes)``.
     """
 
     def __init__(
         self,
         num_envs: int = 1,
-        url: str | Sequence[str] = "",
+        url: str | Sequence[str] | dict[str, str | Sequence[str]] = "",
         env_id: str | None = None,
         action_level: str | None = None,
         timeout_s: float = 60.0,
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        split: str | None = None,
     ):
         self.num_envs = check_int("num_envs", num_envs, 1, MAX_ENVS)
         try:
@@ -275,7 +414,7 @@ class RemoteVectorEnv(_Remote, VectorEnv):
                 f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, got {safe_repr(autoreset_mode)}"
             ) from None
         self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
-        self.urls = _urls(url)
+        self.urls = _urls(_split_urls(url, split))
         self.timeout_s = float(timeout_s)
         self.sessions = [Session(self.urls[i % len(self.urls)], self.timeout_s) for i in range(self.num_envs)]
         self._needs_reset = np.ones(self.num_envs, dtype=bool)
@@ -286,6 +425,7 @@ class RemoteVectorEnv(_Remote, VectorEnv):
             states = self._gather([session.request({"type": "state"}) for session in first])
             _check_server(states[0], env_id, action_level)
             _check_same_task(self.urls, states)
+            self._read_task(self.urls[0], split)
         except BaseException:
             self.close_extras()
             raise

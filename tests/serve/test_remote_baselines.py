@@ -1,0 +1,190 @@
+# ruff: noqa: F811  (the fixtures imported from servers.py are the tests' parameters)
+"""lm-gym's baselines and the TRL integration play a served task (``--env-id lm_gym/Remote-v0``):
+the same seeds give the same episodes, the same tokenizer and the same evaluation as the local task;
+the server's ``/lm-gym`` routes (task, tokenizer corpus, corpus metrics) answer as the local env."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import gymnasium
+import pytest
+
+from lm_gym.core.errors import ConfigurationError
+
+pytest.importorskip("openenv")
+pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
+
+from conftest import load_baseline  # noqa: E402
+from servers import restore_registry, start_server  # noqa: E402,F401  (fixtures, not a conftest: see servers.py)
+
+from lm_gym.results import load_result  # noqa: E402
+
+IMDB_KWARGS = {"source": "synthetic"}
+WORDLE_KWARGS = {"num_answers": 100}
+GPT2_CONFIG = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2}'
+
+
+def post(url, path, body):
+    request = urllib.request.Request(url + path, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_grpo_on_a_served_task_plays_and_evaluates_as_the_local_run(start_server, tmp_path):
+    """baselines/grpo.py with --env-id lm_gym/Remote-v0: the same curves and evaluations as on the local task."""
+    grpo = load_baseline("grpo")
+    url, _, _ = start_server("lm_gym/Wordle-v0", env_kwargs=WORDLE_KWARGS)
+    settings = {
+        "model_config": GPT2_CONFIG,
+        "num_prompts": 2,
+        "group_size": 2,
+        "iterations": 2,
+        "num_minibatches": 1,
+        "eval_episodes": 4,
+        "eval_batch_size": 4,
+        "eval_every": 0,
+        "save_every": 0,
+        "seed": 3,
+    }
+    local = grpo.main(
+        grpo.Args(
+            env_id="lm_gym/Wordle-v0", env_kwargs=json.dumps(WORDLE_KWARGS), out_dir=str(tmp_path / "l"), **settings
+        )
+    )
+    remote = grpo.main(
+        grpo.Args(
+            env_id="lm_gym/Remote-v0", env_kwargs=json.dumps({"url": url}), out_dir=str(tmp_path / "r"), **settings
+        )
+    )
+    saved = load_result(tmp_path / "r")  # validates against lm_gym.results' schema
+    assert saved["env_id"] == "lm_gym/Remote-v0"
+    assert remote["initial_eval"] == local["initial_eval"] and remote["final_eval"] == local["final_eval"]
+    assert remote["samples"] == local["samples"]
+    for row_r, row_l in zip(remote["curves"], local["curves"], strict=True):
+        assert row_r["mean_return"] == row_l["mean_return"] and row_r["pg_loss"] == row_l["pg_loss"]
+
+
+def test_the_served_task_and_its_routes(start_server):
+    from lm_gym.serve.client import RemoteVectorEnv
+    from lm_toolkit.tasks import make_vector_env, task_lengths, task_of
+
+    url, _, _ = start_server("lm_gym/IMDB-v0", env_kwargs=IMDB_KWARGS)
+    task = json.load(urllib.request.urlopen(f"{url}/lm-gym/task", timeout=10))
+    local = gymnasium.make("lm_gym/IMDB-v0", **IMDB_KWARGS).unwrapped
+    assert task["env_id"] == "lm_gym/IMDB-v0" and task["split"] == "train" and task["single_turn"] is True
+    assert task["token_level_defaults"] == local.token_level_defaults
+    assert task["generation_defaults"] == local.generation_defaults and task["num_samples"] == len(local.samples)
+
+    venv = make_vector_env("lm_gym/Remote-v0", {"url": url}, "train", 2)
+    assert isinstance(venv, RemoteVectorEnv) and task_of(venv) is venv and venv.split == "train"
+    assert task_lengths("lm_gym/Remote-v0", env=task_of(venv)) == task_lengths("lm_gym/IMDB-v0")
+    with pytest.raises(ValueError, match="pass env="):
+        task_lengths("lm_gym/Remote-v0")
+    venv.close()
+
+    # the split: a plain url serves one; another is refused, naming both and the way out
+    with pytest.raises(ConfigurationError, match=r"'validation'.*serves the split 'train'.*url=\{'train'"):
+        make_vector_env("lm_gym/Remote-v0", {"url": url}, "validation", 2)
+    with pytest.raises(ConfigurationError, match=r"only the splits \['train'\]"):
+        make_vector_env("lm_gym/Remote-v0", {"url": {"train": url}}, "validation", 2)
+    with pytest.raises(ConfigurationError, match="pass split="):
+        gymnasium.make_vec("lm_gym/Remote-v0", 2, vectorization_mode="vector_entry_point", url={"train": url})
+    make_vector_env("lm_gym/Remote-v0", {"url": {"train": url, "validation": "http://127.0.0.1:9"}}, "train", 1).close()
+    scalar = gymnasium.make("lm_gym/Remote-v0", url={"train": url}, split="train")
+    assert scalar.unwrapped.token_level_defaults == local.token_level_defaults
+    scalar.close()
+
+    # bad corpus-metrics requests get typed errors, and the server goes on
+    for body, error_type in (
+        (b"{not json", "ProtocolError"),
+        (b'{"episodes": []}', "ProtocolError"),
+        (b'{"episodes": [{"utterance": "x"}]}', "ProtocolError"),
+        (b'{"episodes": [{}], "code": "import os"}', "ProtocolError"),
+        (b'{"episodes": [{}], "task": "lm_gym/Wordle-v0"}', "ConfigurationError"),
+    ):
+        status, reply = post(url, "/lm-gym/corpus-metrics", body)
+        assert (status, reply["error_type"]) == (400, error_type), reply
+    status, reply = post(url, "/lm-gym/corpus-metrics", b'{"episodes": [' + b"{}," * 400_000 + b"{}]}")
+    assert status == 413 and reply["error_type"] == "LimitExceededError"
+
+
+def test_corpus_metrics_of_a_served_single_turn_task_are_the_local_ones(start_server):
+    """The evaluation's corpus metrics (lm_gym.metrics.corpus_metrics) of a served task, by its server."""
+    from lm_gym.metrics import corpus_metrics
+    from lm_toolkit.tasks import make_vector_env
+
+    url, _, _ = start_server("lm_gym/IMDB-v0", env_kwargs={**IMDB_KWARGS, "split": "validation"})
+    finals = {}
+    for env_id, kwargs in (("lm_gym/IMDB-v0", IMDB_KWARGS), ("lm_gym/Remote-v0", {"url": url})):
+        venv = make_vector_env(env_id, kwargs, "validation", 4)
+        venv.reset(seed=5)
+        _, _, _, _, infos = venv.step(("a fine film", "bad", "moving and warm, a joy", ""))
+        finals[env_id] = [{key: infos[key][i] for key in ("prompt", "utterance", "references")} for i in range(4)]
+        if env_id == "lm_gym/Remote-v0":
+            remote = corpus_metrics(venv, finals[env_id])
+        else:
+            local = corpus_metrics(venv, finals[env_id])
+        venv.close()
+    assert [f["prompt"] for f in finals["lm_gym/Remote-v0"]] == [f["prompt"] for f in finals["lm_gym/IMDB-v0"]]
+    assert remote == local and remote
+
+
+def test_the_tokenizer_trained_on_the_served_corpus_is_the_local_one(start_server, monkeypatch, tmp_path):
+    """The same BPE tokenizer, trained apart (two caches), also when the corpus is strided."""
+    import lm_gym.core.tokenizer
+    from lm_toolkit.models import load_tokenizer
+    from lm_toolkit.tasks import make_vector_env, task_of
+
+    monkeypatch.setattr(lm_gym.core.tokenizer, "MAX_TRAINING_CHARS", 20_000)  # the corpus is strided
+    url, _, _ = start_server("lm_gym/IMDB-v0", env_kwargs=IMDB_KWARGS)
+    local_env = gymnasium.make("lm_gym/IMDB-v0", **IMDB_KWARGS).unwrapped
+    _, corpus = local_env.tokenizer_corpus()
+    assert lm_gym.core.tokenizer.training_texts(corpus).stride > 1
+    tokenizers = []
+    for name, task in (("local", local_env), ("remote", None)):
+        monkeypatch.setenv("LM_GYM_CACHE", str(tmp_path / name))
+        if task is None:
+            venv = make_vector_env("lm_gym/Remote-v0", {"url": url}, "train", 1)
+            task = task_of(venv)
+        tokenizers.append(load_tokenizer(task, None))
+    assert sorted((tmp_path / "local").rglob("tokenizer.json"))[0].relative_to(tmp_path / "local") == sorted(
+        (tmp_path / "remote").rglob("tokenizer.json")
+    )[0].relative_to(tmp_path / "remote")
+    local, remote = tokenizers
+    assert remote.get_vocab() == local.get_vocab() and len(remote.get_vocab()) > 300
+    assert remote.backend_tokenizer.to_str() == local.backend_tokenizer.to_str()
+    venv.close()
+
+
+def test_trl_prompts_and_rewards_of_a_served_task(start_server):
+    """lm_gym.integrations.trl with env_id lm_gym/Remote-v0: the local task's dataset and rewards."""
+    pytest.importorskip("datasets")
+    from lm_gym.integrations.trl import prompt_dataset, reward_function
+
+    url, _, _ = start_server("lm_gym/IMDB-v0", env_kwargs=IMDB_KWARGS)
+    local = prompt_dataset("lm_gym/IMDB-v0", "train", num_prompts=5, **IMDB_KWARGS)
+    remote = prompt_dataset("lm_gym/Remote-v0", "train", num_prompts=5, url=url)
+    assert remote.to_list() == local.to_list()
+    completions = ["a fine film", "bad", "moving and warm", "", "awful, dull"]
+    columns = {"lm_gym_index": local["lm_gym_index"]}
+    rewards_l = reward_function("lm_gym/IMDB-v0", "train", **IMDB_KWARGS)(local["prompt"], completions, **columns)
+    rewards_r = reward_function("lm_gym/Remote-v0", "train", url=url)(remote["prompt"], completions, **columns)
+    assert rewards_r == rewards_l
+    with pytest.raises(ConfigurationError, match="serves the split 'train'"):
+        prompt_dataset("lm_gym/Remote-v0", "validation", num_prompts=2, url=url)
+
+    url, _, _ = start_server("lm_gym/Wordle-v0", env_kwargs=WORDLE_KWARGS)
+    local = prompt_dataset("lm_gym/Wordle-v0", num_prompts=3, **WORDLE_KWARGS)
+    remote = prompt_dataset("lm_gym/Remote-v0", num_prompts=3, url=url)
+    assert remote.to_list() == local.to_list()
+    columns = {"lm_gym_seed": [0, 1, 2], "lm_gym_return": [1.0, -2.0, 0.5]}
+    assert reward_function("lm_gym/Remote-v0", url=url)(remote["prompt"], ["a", "b", "c"], **columns) == [
+        1.0,
+        -2.0,
+        0.5,
+    ]
