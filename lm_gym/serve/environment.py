@@ -186,6 +186,8 @@ class SessionEnvironment(Environment):
 
     async def reset_async(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
         self._refuse_when_draining()
+        if episode_id is not None and not isinstance(episode_id, str):
+            raise to_wire(ConfigurationError(f"episode_id must be None or a str, got {safe_repr(episode_id)}"))
         try:
             result = await self.service.batcher.call(lambda: self._reset(seed, kwargs))
         except Exception as error:

@@ -21,6 +21,8 @@ from lm_gym.serve.errors import error_type_of
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
+#: OpenEnv's endpoints the server does not serve: MCP (its session methods could close other sessions).
+NOT_SERVED = ("/mcp",)
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 
@@ -49,12 +51,22 @@ class LimitsMiddleware:
         self.is_draining = is_draining
 
     async def __call__(self, scope: Scope, receive, send) -> None:
-        if scope["type"] == "websocket":
+        if scope["type"] in ("websocket", "http") and scope.get("path", "").rstrip("/") in NOT_SERVED:
+            await self._not_served(scope, receive, send)
+        elif scope["type"] == "websocket":
             await self._websocket(scope, receive, send)
         elif scope["type"] == "http":
             await self._http(scope, receive, send)
         else:
             await self.app(scope, receive, send)
+
+    async def _not_served(self, scope: Scope, receive, send) -> None:
+        """OpenEnv's MCP endpoints: refused (a WebSocket handshake gets 403, HTTP 404)."""
+        if scope["type"] == "websocket":
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await self._http_refuse(send, f"{scope['path']} is not served (lm-gym's tasks have no MCP tools)", 404)
 
     async def _http(self, scope: Scope, receive, send) -> None:
         length = dict(scope.get("headers") or []).get(b"content-length")
@@ -76,12 +88,13 @@ class LimitsMiddleware:
 
         await self.app(scope, counted_receive, send)
 
-    async def _http_refuse(self, send, message: str) -> None:
-        body = json.dumps({"error_type": "LimitExceededError", "detail": f"LimitExceededError: {message}"}).encode()
+    async def _http_refuse(self, send, message: str, status: int = 413) -> None:
+        error_type = "LimitExceededError" if status == 413 else "ProtocolError"
+        body = json.dumps({"error_type": error_type, "detail": f"{error_type}: {message}"}).encode()
         await send(
             {
                 "type": "http.response.start",
-                "status": 413,
+                "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
             }
         )
@@ -101,7 +114,10 @@ class LimitsMiddleware:
                 if not str(data.get("message", "")).startswith(error_type):
                     data["message"] = f"{error_type}: {data.get('message', '')}"
                 message = {**message, "text": json.dumps(reply)}
-            await send(message)
+            try:
+                await send(message)
+            except OSError:  # uvicorn's ClientDisconnected: the client left before its answer; nothing to send to
+                pass
 
         async def limited_receive() -> Message:
             nonlocal allowance, last, closed
@@ -150,4 +166,25 @@ class LimitsMiddleware:
             )
         if self.is_draining():
             return error_reply("ServerShuttingDownError", "the server is shutting down", "EXECUTION_ERROR")
-        return None
+        return _protocol_refusal(text)
+
+
+#: The message types of the protocol (OpenEnv's ``mcp`` type is not served: lm-gym's tasks have no MCP tools).
+MESSAGE_TYPES = ("reset", "step", "state", "close")
+
+
+def _protocol_refusal(text: str) -> str | None:
+    """A ``ProtocolError`` reply for text OpenEnv's handler would fail on outside its own error
+    replies (closing the session): JSON that is not an object, too deeply nested, or whose
+    ``type`` is not one of :data:`MESSAGE_TYPES`."""
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        return error_reply("ProtocolError", f"the message is not JSON: {str(error)[:200]}", "INVALID_JSON")
+    if not isinstance(message, dict):
+        return error_reply("ProtocolError", f"a message is a JSON object, got a JSON {type(message).__name__}")
+    kind = message.get("type")
+    if kind not in MESSAGE_TYPES:
+        shown = json.dumps(kind)[:80]  # ASCII: a lone surrogate stays escaped
+        return error_reply("ProtocolError", f"type must be one of {list(MESSAGE_TYPES)}, got {shown}", "UNKNOWN_TYPE")
+    return None

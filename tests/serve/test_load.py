@@ -117,7 +117,6 @@ def test_the_script_starts_a_server_plays_it_and_stops_it():
     assert "4 clients x 30 steps: 120 steps" in completed.stdout and "failures: 0" in completed.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="server bug: a client gone with a step in flight logs an ASGI exception")
 def test_a_client_that_leaves_with_a_step_in_flight_logs_no_exception(start_server):
     from websockets.asyncio.client import connect
 
