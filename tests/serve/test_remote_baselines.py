@@ -5,6 +5,7 @@ the server's ``/lm-gym`` routes (task, tokenizer corpus, corpus metrics) answer 
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.request
 
@@ -23,6 +24,7 @@ from lm_gym.results import load_result  # noqa: E402
 
 IMDB_KWARGS = {"source": "synthetic"}
 WORDLE_KWARGS = {"num_answers": 100}
+SPLITS = ("train", "validation")
 GPT2_CONFIG = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2}'
 
 
@@ -69,6 +71,39 @@ def test_grpo_on_a_served_task_plays_and_evaluates_as_the_local_run(start_server
         assert row_r["mean_return"] == row_l["mean_return"] and row_r["pg_loss"] == row_l["pg_loss"]
 
 
+def test_ppo_on_a_served_mixture_one_server_per_split_evaluates_each_task_as_local(start_server, tmp_path):
+    """baselines/ppo.py with url={"train": ..., "validation": ...}: each task's evaluation, corpus metrics
+    included (computed by the server per task), equals the local run's."""
+    ppo = load_baseline("ppo")
+    mixture = {
+        "tasks": {"lm_gym/IMDB-v0": 1.0, "lm_gym/Wordle-v0": 1.0},
+        "task_kwargs": {"lm_gym/IMDB-v0": IMDB_KWARGS},
+    }
+    urls = {split: start_server("lm_gym/Mixture-v0", env_kwargs={**mixture, "split": split})[0] for split in SPLITS}
+    settings = {
+        "model_config": GPT2_CONFIG,
+        "num_envs": 4,
+        "update_epochs": 1,
+        "iterations": 1,
+        "num_minibatches": 1,
+        "eval_episodes": 6,
+        "eval_batch_size": 6,
+        "eval_every": 0,
+        "save_every": 0,
+    }
+    local = ppo.main(
+        ppo.Args(env_id="lm_gym/Mixture-v0", env_kwargs=json.dumps(mixture), out_dir=str(tmp_path / "l"), **settings)
+    )
+    remote = ppo.main(
+        ppo.Args(
+            env_id="lm_gym/Remote-v0", env_kwargs=json.dumps({"url": urls}), out_dir=str(tmp_path / "r"), **settings
+        )
+    )
+    assert remote["final_eval"] == local["final_eval"] and remote["tasks"] == local["tasks"]
+    assert "corpus_distinct_2" in remote["tasks"]["lm_gym/IMDB-v0"]["final_eval"]
+    assert remote["curves"][0]["mean_return"] == local["curves"][0]["mean_return"]
+
+
 def test_the_served_task_and_its_routes(start_server):
     from lm_gym.serve.client import RemoteVectorEnv
     from lm_toolkit.tasks import make_vector_env, task_lengths, task_of
@@ -109,8 +144,16 @@ def test_the_served_task_and_its_routes(start_server):
     ):
         status, reply = post(url, "/lm-gym/corpus-metrics", body)
         assert (status, reply["error_type"]) == (400, error_type), reply
-    status, reply = post(url, "/lm-gym/corpus-metrics", b'{"episodes": [' + b"{}," * 400_000 + b"{}]}")
-    assert status == 413 and reply["error_type"] == "LimitExceededError"
+    # a body over --max-message-bytes is refused on its Content-Length, before it is read
+    connection = http.client.HTTPConnection(url.removeprefix("http://"), timeout=10)
+    connection.putrequest("POST", "/lm-gym/corpus-metrics")
+    connection.putheader("Content-Type", "application/json")
+    connection.putheader("Content-Length", str(2 << 20))
+    connection.endheaders()
+    reply = connection.getresponse()
+    assert reply.status == 413 and json.loads(reply.read())["error_type"] == "LimitExceededError"
+    connection.close()
+    assert post(url, "/lm-gym/corpus-metrics", b'{"episodes": [{}]}')[0] == 400  # the server goes on
 
 
 def test_corpus_metrics_of_a_served_single_turn_task_are_the_local_ones(start_server):
@@ -164,7 +207,7 @@ def test_the_tokenizer_trained_on_the_served_corpus_is_the_local_one(start_serve
 def test_trl_prompts_and_rewards_of_a_served_task(start_server):
     """lm_gym.integrations.trl with env_id lm_gym/Remote-v0: the local task's dataset and rewards."""
     pytest.importorskip("datasets")
-    from lm_gym.integrations.trl import prompt_dataset, reward_function
+    from lm_gym.integrations.trl import prompt_dataset, reward_function, rollout_function
 
     url, _, _ = start_server("lm_gym/IMDB-v0", env_kwargs=IMDB_KWARGS)
     local = prompt_dataset("lm_gym/IMDB-v0", "train", num_prompts=5, **IMDB_KWARGS)
@@ -182,6 +225,9 @@ def test_trl_prompts_and_rewards_of_a_served_task(start_server):
     local = prompt_dataset("lm_gym/Wordle-v0", num_prompts=3, **WORDLE_KWARGS)
     remote = prompt_dataset("lm_gym/Remote-v0", num_prompts=3, url=url)
     assert remote.to_list() == local.to_list()
+    rollout_l = rollout_function("lm_gym/Wordle-v0", num_prompts=3, **WORDLE_KWARGS)
+    rollout_r = rollout_function("lm_gym/Remote-v0", num_prompts=3, url=url)
+    assert (rollout_r.starts, rollout_r.max_new_tokens) == (rollout_l.starts, rollout_l.max_new_tokens)
     columns = {"lm_gym_seed": [0, 1, 2], "lm_gym_return": [1.0, -2.0, 0.5]}
     assert reward_function("lm_gym/Remote-v0", url=url)(remote["prompt"], ["a", "b", "c"], **columns) == [
         1.0,
