@@ -20,6 +20,10 @@ For each task and each N in ``--clients``:
 * **served, batching off**: the same server with ``--no-batching`` (every session's step its own
   reward call).
 
+* **transport floor** (once per N): the same N sessions against an ASGI app that answers every
+  message with a fixed reply, behind the same uvicorn and WebSocket stack and the same client:
+  no OpenEnv, no env. No served task can be faster than this on the machine.
+
 Steps per second count single-session steps (N per vector step). Prints each rate and the ratios
 served/native and batched/unbatched. The issue's goals at 64 clients: served >= 0.8x native,
 batched >= 5x unbatched. Loopback only; the server and the clients share this machine's cores.
@@ -73,6 +77,56 @@ def distilbert_reward_model(directory: Path) -> str:
     return str(directory)
 
 
+_ECHO_STATE = {
+    "type": "state",
+    "data": {
+        "episode_id": None,
+        "step_count": 0,
+        "env_id": "echo",
+        "task_digest": "echo",
+        "spaces": {"action_level": "utterance", "max_observation_length": 1024, "max_action_length": 64},
+    },
+}
+_ECHO_OBSERVATION = {
+    "type": "observation",
+    "data": {
+        "reward": -1.0,
+        "done": False,
+        "observation": {
+            "text": "Guess the five-letter word. You have 6 guesses.\ncrane: b b y b g\n",
+            "terminated": False,
+            "truncated": False,
+            "info": {},
+            "metadata": {},
+        },
+    },
+}
+
+
+async def echo_app(scope, receive, send) -> None:
+    """The transport floor: an ASGI app answering ``state`` with a fixed state and anything else with a
+    fixed observation (``python -m uvicorn serve_throughput:echo_app``)."""
+    import json
+
+    if scope["type"] == "http":  # /health
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+        return
+    if scope["type"] != "websocket":
+        return
+    state, observation = json.dumps(_ECHO_STATE), json.dumps(_ECHO_OBSERVATION)
+    await receive()
+    await send({"type": "websocket.accept"})
+    while True:
+        message = await receive()
+        if message["type"] != "websocket.receive":
+            return
+        kind = json.loads(message["text"]).get("type")
+        if kind == "close":
+            return
+        await send({"type": "websocket.send", "text": state if kind == "state" else observation})
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -83,10 +137,47 @@ def start_server(env_id: str, kwargs: dict, batching: bool, window_ms: float, ma
     import json
 
     port = free_port()
-    command = [sys.executable, "-m", "lm_gym.serve", env_id, "--env-kwargs", json.dumps(kwargs), "--port", str(port),
-               "--max-sessions", str(max_sessions + 4), "--batch-window-ms", str(window_ms)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lm_gym.serve",
+        env_id,
+        "--env-kwargs",
+        json.dumps(kwargs),
+        "--port",
+        str(port),
+        "--max-sessions",
+        str(max_sessions + 4),
+        "--batch-window-ms",
+        str(window_ms),
+    ]
     if not batching:
         command.append("--no-batching")
+    return launch(command, port, env_id)
+
+
+def start_echo_server():
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "serve_throughput:echo_app",
+        "--app-dir",
+        str(Path(__file__).parent),
+        "--port",
+        str(port),
+        "--ws-per-message-deflate",
+        "false",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+    return launch(command, port, "the transport floor")
+
+
+def launch(command: list[str], port: int, name: str):
+    """Start ``command`` (a server on ``port``) and wait for its ``/health``: ``(process, url)``."""
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -96,8 +187,16 @@ def start_server(env_id: str, kwargs: dict, batching: bool, window_ms: float, ma
             return process, url
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the server for {env_id} did not start") from None
+                raise RuntimeError(f"the server for {name} did not start") from None
             time.sleep(0.2)
+
+
+def remote_rate(url: str, n: int, utterances: list[str], steps: int) -> float:
+    remote = gymnasium.make_vec("lm_gym/Remote-v0", num_envs=n, vectorization_mode="vector_entry_point", url=url)
+    try:
+        return rate(remote, utterances, steps)
+    finally:
+        remote.close()
 
 
 def rate(env, utterances: list[str], steps: int) -> float:
@@ -119,9 +218,23 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="vector steps timed per measurement")
     parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
     parser.add_argument("--window-ms", type=float, default=2.0, help="the server's --batch-window-ms")
-    parser.add_argument("--model-dir", type=Path, default=Path("/tmp/lm-gym-serve-benchmark-distilbert"),
-                        help="where the imdb task's DistilBERT-sized reward model is built (once) and read")  # fmt: skip
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        default=Path("/tmp/lm-gym-serve-benchmark-distilbert"),
+        help="where the imdb task's DistilBERT-sized reward model is built (once) and read",
+    )
     args = parser.parse_args()
+    echo, echo_url = start_echo_server()
+    try:
+        for n in args.clients:
+            print(
+                f"echo    N={n:3d}  transport floor {remote_rate(echo_url, n, ['crane'], args.steps):9.1f}/s",
+                flush=True,
+            )
+    finally:
+        echo.terminate()
+        echo.wait(30)
     for task in args.tasks:
         env_id, kwargs, utterances = TASKS[task]
         if task == "imdb":
@@ -133,11 +246,7 @@ def main() -> None:
                 result = {"native": rate(native, utterances, args.steps)}
                 native.close()
                 for batching, (_, url) in servers.items():
-                    remote = gymnasium.make_vec(
-                        "lm_gym/Remote-v0", num_envs=n, vectorization_mode="vector_entry_point", url=url
-                    )
-                    result["served" if batching else "unbatched"] = rate(remote, utterances, args.steps)
-                    remote.close()
+                    result["served" if batching else "unbatched"] = remote_rate(url, n, utterances, args.steps)
                 print(
                     f"{task:7s} N={n:3d}  native {result['native']:9.1f}/s  served {result['served']:9.1f}/s  "
                     f"unbatched {result['unbatched']:9.1f}/s  served/native {result['served'] / result['native']:.2f}  "
