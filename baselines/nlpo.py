@@ -11,7 +11,10 @@ RL4LMs' never was), keeps only its top-``top_p`` tokens at every step:
   ratio of the update uses the policy's log-probs under the same masked, renormalised
   distribution. The log-probs and values of the rollout are kept from sampling too;
 * evaluation plays the masked policy, as RL4LMs' NLPO policy generates: that is the policy
-  the training optimised.
+  the training optimised;
+* while the mask model equals the policy (a fresh run's first iteration, and the iteration after
+  each refresh), the mask comes from the policy's own logits: the same mask, with no forward pass
+  of the mask model.
 
 Everything else is ``baselines/ppo.py`` (its ``main`` with this file's :class:`TopPMask`):
 rollouts, per-token KL reward, GAE, the adaptive KL controller, the value head, the
@@ -82,28 +85,32 @@ class TopPMask:
 
     needs_hidden = False
 
-    def __init__(self, mask_model, tokenizer, min_new_tokens: int, top_p: float, update_every: int):
+    def __init__(
+        self, mask_model, tokenizer, min_new_tokens: int, top_p: float, update_every: int, same_as_policy: bool
+    ):
         self.mask_model, self.top_p, self.update_every = mask_model, top_p, update_every
         self.pad_id, self.eos_id, self.min_new_tokens = tokenizer.pad_token_id, tokenizer.eos_token_id, min_new_tokens
         self.hook, self.models = self, {"mask_model": mask_model}
         self.vocab_size = 0
+        self.same_as_policy = same_as_policy  # the mask model's weights are the policy's: its logits are too
 
     # ---- the sampling hook
     def start(self, queries: Sequence[Sequence[int]]) -> None:
-        self.prefix, self.packed = Prefix(self.mask_model, queries, self.pad_id, growing=True), []
+        self.packed = []
+        self.prefix = None if self.same_as_policy else Prefix(self.mask_model, queries, self.pad_id, growing=True)
 
     def __call__(self, position: int, logits: torch.Tensor, hidden) -> torch.Tensor:
         # the mask model's distribution under the same protocol (EOS impossible before min_new_tokens)
-        mask_log_probs = log_probs_of(self.prefix.logits[:, None], 1.0, self.eos_id, self.min_new_tokens, position)[
-            :, 0
-        ]
+        mask_logits = logits if self.prefix is None else self.prefix.logits
+        mask_log_probs = log_probs_of(mask_logits[:, None], 1.0, self.eos_id, self.min_new_tokens, position)[:, 0]
         keep = top_p_keep(mask_log_probs, self.top_p)
         self.vocab_size = keep.shape[-1]
         self.packed.append(pack_bits(keep))
         return logits.masked_fill(~keep, float("-inf"))
 
     def advance(self, tokens: torch.Tensor) -> None:
-        self.prefix.extend(tokens[:, None])
+        if self.prefix is not None:
+            self.prefix.extend(tokens[:, None])
 
     def rows(self, lengths: list[int]) -> list[torch.Tensor]:
         packed = torch.stack(self.packed, 1)  # (B, steps, V / 8)
@@ -118,7 +125,9 @@ class TopPMask:
         return unpack_bits(packed, self.vocab_size)
 
     def after_update(self, iteration: int, policy) -> None:
-        if iteration % self.update_every == 0:  # the mask model really is refreshed
+        """After the policy's update of ``iteration``: every ``update_every`` iterations the mask model becomes it."""
+        self.same_as_policy = iteration % self.update_every == 0
+        if self.same_as_policy:  # the mask model really is refreshed
             self.mask_model.load_state_dict(policy.state_dict())
 
 
@@ -127,7 +136,9 @@ def main(args: Args) -> dict:
 
     def action_mask(policy, tokenizer, lengths: Lengths, run: Run) -> TopPMask:
         mask_model = frozen_copy(policy, run.checkpoint_dir / "mask_model" if run.resuming else None)
-        return TopPMask(mask_model, tokenizer, lengths.min_new_tokens, args.top_p, args.mask_update_every)
+        return TopPMask(
+            mask_model, tokenizer, lengths.min_new_tokens, args.top_p, args.mask_update_every, not run.resuming
+        )
 
     return ppo.main(args, "nlpo", action_mask)
 
