@@ -71,12 +71,33 @@ def unpack_bits(packed: torch.Tensor, size: int) -> torch.Tensor:
     return bits.view(*packed.shape[:-1], -1)[..., :size].bool()
 
 
-def top_p_keep(logits: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Boolean mask of the smallest set of tokens holding ``top_p`` of the probability (the top token always)."""
-    sorted_logits, order = logits.float().sort(dim=-1, descending=True)
-    probs = sorted_logits.softmax(-1)
-    keep_sorted = probs.cumsum(-1) - probs < top_p  # mass before the token is still below top_p
-    return torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+def top_p_keep(log_probs: torch.Tensor, top_p: float, bins: int = 256) -> torch.Tensor:
+    """Boolean mask of the smallest set of tokens holding ``top_p`` of the probability (the top token
+    always): a token is kept while the mass of the tokens more likely than it is below ``top_p``.
+
+    Without sorting the vocabulary (sorting the 64 x 4,000 log-probs of every step took 7% of an NLPO
+    iteration of the standard workload): each row's log-probs go into ``bins`` equal bins, the bins'
+    masses say which bins are kept whole, which are dropped, and which one holds the boundary; only
+    that bin's tokens are ranked (``topk``). The same set as sorting the row (tested); ``log_probs``
+    are normalised (a log-softmax).
+    """
+    log_probs = log_probs.float()
+    probs = log_probs.exp()
+    high = log_probs.amax(-1, keepdim=True)
+    low = torch.where(log_probs.isfinite(), log_probs, high).amin(-1, keepdim=True)
+    scale = bins / (high - low).clamp(min=1e-12)
+    bin_of = ((log_probs - low) * scale).nan_to_num(0.0).clamp(0, bins - 1).long()  # impossible tokens: bin 0
+    mass = probs.new_zeros(probs.shape[0], bins).scatter_add_(1, bin_of, probs)
+    above = mass.flip(-1).cumsum(-1).flip(-1) - mass  # the mass of the more likely bins
+    keep = (above + mass).gather(1, bin_of) <= top_p  # a whole bin before the boundary
+    boundary = (above < top_p) & (above + mass > top_p)  # at most one bin per row
+    ranked = boundary.gather(1, bin_of) & ~keep
+    width = int(ranked.sum(-1).max())
+    if width:
+        candidates, index = torch.where(ranked, probs, -1.0).topk(width, dim=-1)
+        before = (above * boundary).sum(-1, keepdim=True) + candidates.cumsum(-1) - candidates
+        keep.scatter_(1, index, keep.gather(1, index) | ((before < top_p) & (candidates >= 0)))
+    return keep
 
 
 class TopPMask:

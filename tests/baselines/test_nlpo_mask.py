@@ -30,6 +30,38 @@ def tiny_policy(seed=0):
     return GPT2LMHeadModel(config).eval()
 
 
+def sorted_top_p_keep(log_probs, top_p):
+    """The plain definition (RL4LMs' top-p): sort the row, keep while the mass before the token is below top_p."""
+    sorted_log_probs, order = log_probs.float().sort(dim=-1, descending=True)
+    probs = sorted_log_probs.softmax(-1)
+    keep_sorted = probs.cumsum(-1) - probs < top_p
+    return torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+
+
+@pytest.mark.parametrize("scale", [0.05, 0.5, 2.0, 8.0, 40.0])
+@pytest.mark.parametrize("top_p", [0.1, 0.5, 0.9, 0.99])
+def test_the_sort_free_top_p_keeps_the_sorted_set(nlpo, scale, top_p):
+    generator = torch.Generator().manual_seed(int(scale * 100) + int(top_p * 1000))
+    logits = torch.randn(64, 4000, generator=generator) * scale
+    logits[:, 3] = float("-inf")  # EOS before min_new_tokens
+    logits[5, 100:] = float("-inf")  # a row with few possible tokens
+    log_probs = logits.log_softmax(-1)
+    keep = nlpo.top_p_keep(log_probs, top_p)
+    assert torch.equal(keep, sorted_top_p_keep(log_probs, top_p))
+    assert keep.any(-1).all() and not keep[:, 3].any()
+
+
+def test_the_sort_free_top_p_on_a_flat_row_and_a_one_hot_row(nlpo):
+    """One bin holds every token of a flat row; a one-hot row keeps its token alone."""
+    logits = torch.stack([torch.zeros(50), torch.full((50,), -30.0)])
+    logits[1, 7] = 0.0
+    log_probs = logits.log_softmax(-1)
+    for top_p in (0.2, 0.9):
+        keep, expected = nlpo.top_p_keep(log_probs, top_p), sorted_top_p_keep(log_probs, top_p)
+        assert torch.equal(keep[1], expected[1])
+        assert keep[0].sum() == expected[0].sum()  # ties: which of the equal tokens is either sort's choice
+
+
 def masked_sample(nlpo, policy, mask_model, same_as_policy, uniforms, top_p=0.8):
     mask = nlpo.TopPMask(mask_model, Tokenizer, LENGTHS.min_new_tokens, top_p, 5, same_as_policy)
     samples = sampling.sample(policy, QUERIES, LENGTHS, eos_id=EOS, pad_id=PAD, hook=mask, uniforms=uniforms)
