@@ -1,4 +1,4 @@
-"""``python -m leaderboard {submit,validate,compile} ...`` (see ``leaderboard/README.md``).
+"""``python -m leaderboard {submit,validate,verify,compile} ...`` (see ``leaderboard/README.md``).
 
 Each command's arguments and behaviour live in its module (``add_*arguments`` and ``run*``);
 this parser routes to them, as ``python -m benchmark``'s does. Exit status 2 on a usage error.
@@ -16,7 +16,7 @@ from lm_gym.cli import Command, command_parser
 def build_parser() -> argparse.ArgumentParser:
     """``python -m leaderboard``'s parser: a subparser per command, its ``func`` the command's runner."""
     from leaderboard import compile as board_compile
-    from leaderboard import entry, submit
+    from leaderboard import entry, submit, verify
 
     return command_parser(
         "python -m leaderboard",
@@ -35,6 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
                 "Check leaderboard entry files; print 'path: valid' or 'path: reason' for each.",
                 entry.add_validate_arguments,
                 entry.run_validate,
+            ),
+            Command(
+                "verify",
+                "re-run an entry's recipe and compare",
+                "Re-run the jobs of an entry's recipe with the harness and compare their final evaluations.",
+                verify.add_arguments,
+                verify.run,
             ),
             Command(
                 "compile",

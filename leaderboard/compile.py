@@ -45,9 +45,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from leaderboard import scoring
+from leaderboard import scoring, verify
 from leaderboard.boards import Board, BoardsError, add_boards_argument, boards, load_boards_files, task_metrics
-from leaderboard.entry import MIN_RUNS, EntryError, load_entry
+from leaderboard.entry import MIN_RUNS, EntryError, entry_file_name, entry_flags, load_entry
 from leaderboard.numbers import significant
 from leaderboard.submit import SubmitError, build_entry
 from lm_gym.core.errors import LMGymError
@@ -58,22 +58,38 @@ PAGE_TEMPLATE = Path(__file__).with_name("page.html")
 SAME_ENTRY = "same entry"  # the improvement matrix's diagonal
 
 
+DEFAULT_VERIFICATIONS = Path(__file__).with_name("verifications")  #: verify's records of the accepted entries
+
+
 class CompileError(LMGymError, ValueError):
     """Inputs that do not make a board."""
 
 
-def collect_entries(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """Entries from entry files, folders of entries and run folders (see the module docstring)."""
+def collect_entries(paths: Sequence[str | Path], verifications: str | Path | None = None) -> list[dict[str, Any]]:
+    """Entries from entry files, folders of entries and run folders (see the module docstring).
+
+    Entry files are validated but their samples not replayed again (``validate --accept-into`` re-scored them);
+    an entry whose verification record in ``verifications`` says its re-run disagrees is left out (a note)."""
     entries = []
     for path in map(Path, paths):
         if path.is_file():
-            entries.append(load_entry(path))
+            found = [load_entry(path, rescore=False)]
         elif path.is_dir() and any(path.rglob(RESULT_FILE)):
             entries += entries_from_runs(path)
+            continue
         elif path.is_dir():
-            entries += [load_entry(file) for file in sorted(path.glob("*.json"))]
+            found = [load_entry(file, rescore=False) for file in sorted(path.glob("*.json"))]
         else:
             raise CompileError(f"{path}: no such file or folder")
+        for entry in found:
+            record = verify.read_record(entry, verifications)
+            if record is not None and record.get("agrees") is False:
+                print(
+                    f"note: {entry_file_name(entry)} left out: its re-run disagrees ({verify.record_name(entry)})",
+                    file=sys.stderr,
+                )
+            else:
+                entries.append(entry)
     return entries
 
 
@@ -94,8 +110,11 @@ def compile_board(
     reps: int = 2000,
     poi_reps: int = 200,
     seed: int = 0,
+    verifications: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Write ``board.json``, ``board.md``, ``plots/`` and ``index.html`` to ``out_dir``; returns the board data."""
+    """Write ``board.json``, ``board.md``, ``plots/`` and ``index.html`` to ``out_dir``; returns the board data.
+
+    ``verifications``: the folder of ``verify``'s records, which mark entries "verified (n seeds re-run)"."""
     board_name = _one_board(entries, board)
     entries = [entry for entry in entries if entry["board"] == board_name]
     names = _unique_names(entries)
@@ -130,6 +149,8 @@ def compile_board(
     }
     for index, (name, entry) in enumerate(zip(names, entries)):
         data["entries"].append(_entry_data(f"e{index}", name, entry, points, reps, seed, unscored))
+        data["entries"][-1]["verification"] = verify.verification_label(verify.read_record(entry, verifications))
+        data["entries"][-1]["flags"] = entry_flags(entry)
     # rliable's probability of improvement is over the task scores of every task
     scored = [] if unscored["task"] else entries
     data["improvement"] = _improvement(scored, data["entries"], points, poi_reps, seed)
@@ -250,7 +271,16 @@ def to_markdown(data: dict[str, Any]) -> str:
     """The overall table, then a table per task (scores and raw metrics, value [95% CI] or value (n=1))."""
     lines = [f"# lm-gym leaderboard: {data['board']['name']}", "", escape_markdown(data["board"]["description"]), ""]
     lines += [data["statistics"], ""]
-    header = ["entry", "method", "model", "seeds", "task score (IQM)", "task score (mean)", "naturalness (IQM)"]
+    header = [
+        "entry",
+        "method",
+        "model",
+        "seeds",
+        "task score (IQM)",
+        "task score (mean)",
+        "naturalness (IQM)",
+        "verification",
+    ]
     rows = [
         [
             item["name"],
@@ -258,6 +288,7 @@ def to_markdown(data: dict[str, Any]) -> str:
             item["model"],
             str(len(item["seeds"])),
             *(_cell(item["overall"][key]) for key in ("task_iqm", "task_mean", "naturalness_iqm")),
+            item.get("verification", "not verified"),
         ]
         for item in data["entries"]
     ]
@@ -316,6 +347,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "entries (default: 200; 2000 for a published board)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    parser.add_argument(
+        "--verifications",
+        type=Path,
+        default=DEFAULT_VERIFICATIONS if DEFAULT_VERIFICATIONS.is_dir() else None,
+        metavar="DIR",
+        help="the records of python -m leaderboard verify --record-into (default: leaderboard/verifications)",
+    )
     add_boards_argument(parser)
 
 
@@ -324,11 +362,19 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
         load_boards_files(args.boards)
-        entries = collect_entries(args.inputs)
+        entries = collect_entries(args.inputs, args.verifications)
         names = [args.board] if args.board else sorted({entry["board"] for entry in entries}) or [None]
         for name in names:
             folder = out / name if len(names) > 1 else out
-            data = compile_board(entries, folder, board=name, reps=args.reps, poi_reps=args.poi_reps, seed=args.seed)
+            data = compile_board(
+                entries,
+                folder,
+                board=name,
+                reps=args.reps,
+                poi_reps=args.poi_reps,
+                seed=args.seed,
+                verifications=args.verifications,
+            )
             print(
                 f"{len(data['entries'])} entries on board {data['board']['name']}: "
                 f"open {folder.resolve() / 'index.html'}"

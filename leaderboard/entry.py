@@ -99,6 +99,8 @@ VERSION_PATTERN = "^[A-Za-z0-9.+_-]{1,64}$"
 COMMIT_PATTERN = "^[0-9a-f]{7,40}(-dirty)?$"
 SHA256_PATTERN = "^[0-9a-f]{64}$"
 DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+JOB_NAME_PATTERN = "^[A-Za-z0-9_.-]{1,64}(/[A-Za-z0-9_.%-]{1,64}){1,3}$"
+LABEL_PATTERN = "^[A-Za-z0-9_.%-]{1,64}$"
 
 _PATTERN_MEANINGS = {
     ENV_ID_PATTERN: "an env id (lm_gym/<Name>-v<N>)",
@@ -108,6 +110,8 @@ _PATTERN_MEANINGS = {
     COMMIT_PATTERN: "a git commit (7-40 lowercase hex digits, optionally -dirty)",
     SHA256_PATTERN: "a SHA-256 (64 lowercase hex digits)",
     DATE_PATTERN: "a date (YYYY-MM-DD)",
+    JOB_NAME_PATTERN: "a job name (<task>/<algorithm>/seed<k>)",
+    LABEL_PATTERN: "a label of the suite (letters, digits, '_.%-')",
 }
 
 
@@ -164,6 +168,47 @@ _RUN = {
     },
 }
 
+MAX_RECIPE_JOBS = 1000
+MAX_ARGUMENTS = 200
+
+_RECIPE = {  # how the runs were made, for ``python -m leaderboard verify`` (see leaderboard/README.md, "Verification")
+    "type": "object",
+    "required": ["suite", "algorithm", "tasks", "jobs"],
+    "additionalProperties": False,
+    "properties": {
+        "suite": _text(200, min_length=1),  # the benchmark suite (benchmark/suites/<suite>.toml) or its file's name
+        "algorithm": {"type": "string", "pattern": LABEL_PATTERN},  # the suite's algorithm label
+        "tasks": {  # {env_id: the suite's task label}
+            "type": "object",
+            "maxProperties": 64,
+            "propertyNames": {"maxLength": 130, "pattern": USER_ENV_ID_PATTERN},
+            "additionalProperties": {"type": "string", "pattern": LABEL_PATTERN},
+        },
+        "device": _text(64),  # the torch device of the runs (cpu, cuda)
+        "versions": {  # result.json's versions of the runs (python, torch, ...)
+            "type": "object",
+            "maxProperties": 32,
+            "propertyNames": {"pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+            "additionalProperties": {"type": "string", "pattern": VERSION_PATTERN},
+        },
+        "jobs": {  # every job of the runs and the jobs they need (SFT warm starts, datasets), as the harness ran them
+            "type": "array",
+            "maxItems": MAX_RECIPE_JOBS,
+            "items": {
+                "type": "object",
+                "required": ["name", "argv"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string", "pattern": JOB_NAME_PATTERN},  # <task>/<algorithm>/seed<k>
+                    # the command line: the script (relative to the checkout) or -m module, then every flag;
+                    # paths of the runs folder written {runs}/...
+                    "argv": {"type": "array", "minItems": 1, "maxItems": MAX_ARGUMENTS, "items": _text(TEXT_LENGTH)},
+                },
+            },
+        },
+    },
+}
+
 #: The JSON Schema (2020-12) of a leaderboard entry. Patterns are matched against the whole
 #: string (as ECMA-262's ``^...$`` does; Python's ``$`` would also accept a final newline).
 ENTRY_SCHEMA: dict[str, Any] = {
@@ -195,6 +240,7 @@ ENTRY_SCHEMA: dict[str, Any] = {
         "git_commit": {"type": ["string", "null"], "pattern": COMMIT_PATTERN},
         "config_hash": {"type": "string", "pattern": SHA256_PATTERN},
         "date": {"type": "string", "pattern": DATE_PATTERN, "format": "date"},
+        "recipe": _RECIPE,  # optional: an entry without one cannot be verified
         "tasks": {
             "type": "object",
             "minProperties": 1,
@@ -240,8 +286,15 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def load_entry(path: str | Path) -> dict[str, Any]:
-    """Read, parse and validate an untrusted entry file; raise :class:`EntryError` if refused."""
+def load_entry(path: str | Path, *, rescore: bool = True) -> dict[str, Any]:
+    """Read, parse and validate an untrusted entry file; raise :class:`EntryError` if refused.
+
+    ``rescore``: replay its samples too (:func:`validate_entry`); ``compile`` reads accepted entries without."""
+    return check_entry_file(path, rescore=rescore)[0]
+
+
+def check_entry_file(path: str | Path, *, rescore: bool = True) -> tuple[dict[str, Any], list[str]]:
+    """:func:`load_entry`'s entry and :func:`validate_entry`'s flags."""
     text = _read_text(Path(path))
     depth = _nesting_depth(text)
     if depth > MAX_NESTING:
@@ -250,12 +303,19 @@ def load_entry(path: str | Path) -> dict[str, Any]:
         entry = json.loads(text, object_pairs_hook=_object_without_duplicate_keys)
     except ValueError as error:  # JSONDecodeError, a duplicated key, an integer of thousands of digits
         raise EntryError(f"not JSON: {error}") from None
-    validate_entry(entry)
-    return entry
+    return entry, validate_entry(entry, rescore=rescore)
 
 
-def validate_entry(entry: Any) -> None:
-    """Raise :class:`EntryError` naming every refused field unless ``entry`` is a valid entry."""
+def validate_entry(entry: Any, *, rescore: bool = True) -> list[str]:
+    """Raise :class:`EntryError` naming every refused field unless ``entry`` is a valid entry; return its flags.
+
+    Refused: what the schema does not allow, numbers outside the ranges their task or metric declares
+    (``lm_gym.results.evaluation_ranges``), what does not fit the board, inconsistent runs (curve steps that do
+    not increase, a ``mean_return`` that the stated samples make impossible) and, with ``rescore`` (the
+    default), samples that replayed on the board's episodes do not give what the entry states
+    (:mod:`leaderboard.replay`). Flagged, not refused (the returned lines, each naming its field): a
+    ``mean_return`` the samples make implausible, runs of distinct seeds with identical evaluations, samples not
+    re-scored (and why). ``rescore=False`` (``compile`` reading accepted entries) skips the replay."""
     problems = [
         f"{_field_path(path)}: {_shown(value)} is not a finite number" for path, value in _non_finite_numbers(entry)
     ]
@@ -265,9 +325,72 @@ def validate_entry(entry: Any) -> None:
         problems = _board_problems(entry)
     if not problems and len(canonical_json(entry).encode()) > MAX_ENTRY_BYTES:
         problems = [f"entry: its canonical JSON is over {MAX_ENTRY_BYTES} bytes"]
+    flags: list[str] = []
+    if not problems:
+        flags = entry_flags(entry)
+    if not problems and rescore:
+        problems, notes = _rescore_problems(entry)
+        flags += notes
     if problems:
         more = "; ..." if len(problems) > _MAX_SHOWN_PROBLEMS else ""
         raise EntryError("; ".join(problems[:_MAX_SHOWN_PROBLEMS]) + more)
+    return flags
+
+
+def entry_flags(entry: dict[str, Any]) -> list[str]:
+    """What makes a valid entry doubtful without making it impossible, one line per finding naming the field:
+    a final ``mean_return`` farther from its samples' mean than :func:`leaderboard.replay.sample_mean_bound`
+    (4 standard errors of ``std_return``), and runs of distinct seeds whose final evaluations are identical."""
+    from leaderboard.replay import sample_mean_bound
+
+    flags = []
+    for env_id, task in entry["tasks"].items():
+        seen: dict[str, int] = {}
+        for index, run in enumerate(task["runs"]):
+            final, samples = run["final_eval"], run["samples"]
+            if samples:
+                mean = math.fsum(sample["return"] for sample in samples) / len(samples)
+                bound = sample_mean_bound(len(samples), final["std_return"])
+                if abs(mean - final["mean_return"]) > bound:
+                    flags.append(
+                        f"{_field_path(('tasks', env_id, 'runs', index, 'final_eval', 'mean_return'))}: "
+                        f"{final['mean_return']!r} is {abs(mean - final['mean_return']):.3g} from the mean of its "
+                        f"{len(samples)} samples' returns, {mean:.6g}: more than 4 standard errors ({bound:.3g})"
+                    )
+            key = canonical_json(final)
+            if key in seen:
+                flags.append(
+                    f"{_field_path(('tasks', env_id, 'runs', index, 'final_eval'))}: identical to runs[{seen[key]}]'s "
+                    f"(seeds {task['runs'][seen[key]]['seed']} and {run['seed']}): distinct seeds rarely evaluate alike"
+                )
+            seen.setdefault(key, index)
+    return flags
+
+
+def _rescore_problems(entry: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Every run holds its evaluation's first samples, which replay to what they state (:mod:`leaderboard.replay`)."""
+    from leaderboard.replay import NotReplayable, replayable, rescore_samples
+
+    board = boards()[entry["board"]]
+    problems = []
+    wanted = min(MAX_SAMPLES, board.eval_episodes)
+    for env_id, task in entry["tasks"].items():
+        try:
+            replayable(env_id, board.env_kwargs[env_id], wanted)
+        except NotReplayable:
+            continue  # rescore_samples notes why
+        problems += [
+            f"{_field_path(('tasks', env_id, 'runs', index, 'samples'))}: has {len(run['samples'])} samples; "
+            f"an entry holds the first {wanted} episodes of each final evaluation, to re-score them"
+            for index, run in enumerate(task["runs"])
+            if len(run["samples"]) != wanted
+        ]
+    if problems:
+        return problems, []
+    problems, notes = rescore_samples(entry, board)
+    return [f"{_field_path(path)}: {text}" for path, text in problems], [
+        f"{_field_path(path)}: {text}" for path, text in notes
+    ]
 
 
 def entry_file_name(entry: dict[str, Any]) -> str:
@@ -288,7 +411,7 @@ def write_entry(entry: dict[str, Any], path: str | Path) -> Path:
     The text goes to a new temporary file beside ``path`` that then replaces ``path``: a link
     already at ``path`` is replaced, never written through.
     """
-    validate_entry(entry)
+    validate_entry(entry, rescore=False)  # the form; whoever hands an entry here has re-scored it, or will
     path = Path(path)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -303,7 +426,8 @@ def write_entry(entry: dict[str, Any], path: str | Path) -> Path:
 
 
 def accept_entry(path: str | Path, entries_dir: str | Path) -> Path:
-    """Validate the entry file ``path`` and store its canonical copy in ``entries_dir``; returns the new file."""
+    """Validate the entry file ``path`` (samples re-scored) and store its canonical copy in ``entries_dir``;
+    returns the new file."""
     entry = load_entry(path)
     entries_dir = Path(entries_dir)
     entries_dir.mkdir(parents=True, exist_ok=True)
@@ -329,11 +453,15 @@ def run_validate(args: argparse.Namespace) -> int:
     all_valid = True
     for path in args.entries:
         try:
+            entry, flags = check_entry_file(path)
             if args.accept_into is None:
-                load_entry(path)
                 print(f"{path}: valid")
             else:
-                print(f"{path}: valid, accepted as {accept_entry(path, args.accept_into)}")
+                args.accept_into.mkdir(parents=True, exist_ok=True)
+                accepted = write_entry(entry, args.accept_into / entry_file_name(entry))
+                print(f"{path}: valid, accepted as {accepted}")
+            for flag in flags:
+                print(f"{path}: flagged: {flag}")
         except EntryError as error:
             all_valid = False
             print(f"{path}: {error}")
@@ -430,7 +558,103 @@ def _board_problems(entry: dict[str, Any]) -> list[str]:
         + _seed_problems(tasks, present)
         + _metric_problems(tasks, present, board)
         + _size_problems(tasks, present, board)
+        + _range_problems(tasks, present, board)
+        + _consistency_problems(tasks, present, board)
     )
+
+
+@functools.cache
+def _ranges(env_id: str, env_kwargs_json: str) -> dict[str, Any]:
+    from lm_gym.results import evaluation_ranges
+
+    return evaluation_ranges(env_id, json.loads(env_kwargs_json))
+
+
+def task_ranges(board: Board, env_id: str) -> dict[str, Any]:
+    """The ranges of the evaluation keys of ``env_id`` on ``board`` (``lm_gym.results.evaluation_ranges``)."""
+    return _ranges(env_id, json.dumps(board.env_kwargs.get(env_id, {}), sort_keys=True))
+
+
+def _range_problems(tasks: dict[str, Any], env_ids: list[str], board: Board) -> list[str]:
+    """Numbers no run of the task can have: outside the range the task or the metric declares."""
+    from lm_gym.results import out_of_range
+
+    problems = []
+    for env_id in env_ids:
+        ranges = task_ranges(board, env_id)
+        returns = {"mean_return": ranges["mean_return"]} if "mean_return" in ranges else {}
+        for index, run in enumerate(tasks[env_id]["runs"]):
+            where = ("tasks", env_id, "runs", index)
+            found = [
+                ((*where, name, key), value, declared)
+                for name in ("final_eval", "initial_eval")
+                for key, value, declared in out_of_range(run[name] or {}, ranges)
+            ]
+            found += [
+                ((*where, "samples", sample_index, "return"), sample["return"], declared)
+                for sample_index, sample in enumerate(run["samples"])
+                for _, _, declared in out_of_range({"mean_return": sample["return"]}, returns)
+            ]
+            found += [
+                ((*where, "curve", point_index, 1), point[1], declared)
+                for point_index, point in enumerate(run["curve"])
+                for _, _, declared in out_of_range({"mean_return": point[1]}, returns)
+            ]
+            problems += [
+                f"{_field_path(path)}: {_shown(value)} is not {declared}, the range of "
+                f"{_range_subject(env_id, path[-1] if path[-1] != 1 else 'mean_return')}"
+                for path, value, declared in found
+            ]
+    return problems
+
+
+def _range_subject(env_id: str, key: Any) -> str:
+    name = env_id.rpartition("/")[2]
+    if key in ("return", "mean_return"):
+        return f"{name}'s return"
+    if key == "std_return":
+        return f"a standard deviation of {name}'s returns (at most half the return's range)"
+    if key == "num_episodes":
+        return "a number of episodes"
+    kind, _, metric = str(key).partition("_")
+    return f"{name}'s {metric}" if kind == "mean" else f"the corpus metric {metric}"
+
+
+def _consistency_problems(tasks: dict[str, Any], env_ids: list[str], board: Board) -> list[str]:
+    """What cannot hold of one run: learning-curve steps that do not increase, an initial evaluation of another
+    size than the board's, a ``mean_return`` that its samples (the first episodes) and the return's range rule out."""
+    problems = []
+    for env_id in env_ids:
+        returns = task_ranges(board, env_id).get("mean_return")
+        for index, run in enumerate(tasks[env_id]["runs"]):
+            where = ("tasks", env_id, "runs", index)
+            steps = [point[0] for point in run["curve"]]
+            problems += [
+                f"{_field_path((*where, 'curve', point, 0))}: step {steps[point]} does not follow step "
+                f"{steps[point - 1]} (the curve's steps increase)"
+                for point in range(1, len(steps))
+                if steps[point] <= steps[point - 1]
+            ][:1]
+            initial = run["initial_eval"]
+            if initial is not None and initial["num_episodes"] != board.eval_episodes:
+                problems.append(
+                    f"{_field_path((*where, 'initial_eval', 'num_episodes'))}: {initial['num_episodes']}, but board "
+                    f"{board.name} evaluates on {board.eval_episodes} episodes"
+                )
+            final, samples = run["final_eval"], run["samples"]
+            episodes, count = final["num_episodes"], len(samples)
+            if returns is None or not samples or count > episodes:
+                continue
+            total = math.fsum(sample["return"] for sample in samples)
+            low = (total + (episodes - count) * returns.low) / episodes
+            high = (total + (episodes - count) * returns.high) / episodes
+            if not low - 1e-9 <= final["mean_return"] <= high + 1e-9:
+                problems.append(
+                    f"{_field_path((*where, 'final_eval', 'mean_return'))}: {final['mean_return']!r} cannot be "
+                    f"the mean of {episodes} returns in [{returns.low:g}, {returns.high:g}] of which the first {count} "
+                    f"(the samples) sum to {total:.6g}: it lies in [{low:.6g}, {high:.6g}]"
+                )
+    return problems
 
 
 def _size_problems(tasks: dict[str, Any], env_ids: list[str], board: Board) -> list[str]:
@@ -519,7 +743,7 @@ def _pattern_problem(subject: str, pattern: str, instance: str) -> str:
         refused = LINE_REFUSED_CHARACTERS if pattern == LINE_PATTERN else TEXT_REFUSED_CHARACTERS
         found = re.search(f"[{refused}]", instance)
         return f"holds the control or invisible character U+{ord(found.group()):04X} at index {found.start()}"
-    return f"{subject} is not {_PATTERN_MEANINGS[pattern]}"
+    return f"{subject} is not {_PATTERN_MEANINGS.get(pattern, f'matching {pattern!r}')}"
 
 
 def _field_path(path: Sequence[str | int]) -> str:

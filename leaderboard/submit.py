@@ -126,11 +126,92 @@ def build_entry(
     }
     if partial:  # built from result.json files, which were validated; the counts of a submission do not apply
         return entry
+    recipe = build_recipe(by_task)
+    if recipe is not None:
+        entry["recipe"] = recipe
     try:
-        validate_entry(entry)
+        validate_entry(entry, rescore=False)  # validate re-scores the samples; submit builds from the runs at hand
     except EntryError as error:
         raise SubmitError(f"the entry built from the runs is invalid: {error}") from None
     return entry
+
+
+HARNESS_JOB_FILE = "harness_job.json"  #: the harness writes each job's command line there, beside result.json
+RUNS_PLACEHOLDER = "{runs}"  #: a recipe writes paths in the suite's runs folder as {runs}/...
+CHECKOUT = Path(__file__).resolve().parents[1]  #: the lm-gym checkout: recipes name scripts relative to it
+
+
+def build_recipe(by_task: dict[str, list[Run]]) -> dict[str, Any] | None:
+    """The entry's recipe: the suite, its algorithm and task labels, the runs' device and versions, and every
+    job's command line as the harness ran it (``harness_job.json`` beside each ``result.json``, in the harness's
+    ``<suite>/<task>/<algorithm>/seed<k>`` folders), with the jobs they need (an SFT warm start, a dataset);
+    None when a run was not made by the harness (the entry then cannot be verified)."""
+    suite_dirs, labels, algorithms = set(), {}, set()
+    for env_id, runs in by_task.items():
+        for path, _ in runs:
+            run_dir = path.parent
+            if not (run_dir / HARNESS_JOB_FILE).is_file() or len(run_dir.parents) < 4:
+                return None
+            suite_dirs.add(run_dir.parents[2].resolve())
+            labels.setdefault(env_id, run_dir.parents[1].name)
+            algorithms.add(run_dir.parent.name)
+    if len(suite_dirs) != 1 or len(algorithms) != 1:
+        return None
+    suite_dir = suite_dirs.pop()
+    jobs: dict[str, list[str]] = {}
+    pending = [path.parent.resolve() for runs in by_task.values() for path, _ in runs]
+    while pending:
+        job_dir = pending.pop(0)
+        name = job_dir.relative_to(suite_dir).as_posix()
+        if name in jobs:
+            continue
+        try:
+            argv = json.loads((job_dir / HARNESS_JOB_FILE).read_text())["argv"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        jobs[name] = [_recipe_argument(str(argument), suite_dir) for argument in argv]
+        pending += [
+            needed for argument in argv if (needed := _job_dir_of(str(argument), suite_dir)) not in (None, job_dir)
+        ]
+    first = next(iter(by_task.values()))[0][1]
+    return {
+        "suite": suite_dir.name,
+        "algorithm": algorithms.pop(),
+        "tasks": labels,
+        "device": str(first["device"])[:64],
+        "versions": {
+            key: value for key, value in first["versions"].items() if re.fullmatch(r"[A-Za-z0-9.+_-]{1,64}", value)
+        },
+        "jobs": [{"name": name, "argv": argv} for name, argv in sorted(jobs.items())],
+    }
+
+
+def _recipe_argument(argument: str, suite_dir: Path) -> str:
+    """A command-line argument with the runs folder written {runs} and a script of the checkout relative to it."""
+    text = argument.replace(str(suite_dir), RUNS_PLACEHOLDER)
+    try:
+        path = Path(argument).resolve()
+        if path.is_file() and path.is_relative_to(CHECKOUT):
+            return path.relative_to(CHECKOUT).as_posix()
+    except (OSError, ValueError):
+        pass
+    return text
+
+
+def _job_dir_of(argument: str, suite_dir: Path) -> Path | None:
+    """The job folder (one with ``harness_job.json``) of a path in the runs folder that an argument names."""
+    try:
+        path = Path(argument).resolve()
+    except (OSError, ValueError):
+        return None
+    if not path.is_relative_to(suite_dir):
+        return None
+    for folder in (path, *path.parents):
+        if folder == suite_dir or not folder.is_relative_to(suite_dir):
+            return None
+        if (folder / HARNESS_JOB_FILE).is_file():
+            return folder
+    return None
 
 
 def add_submit_arguments(parser: argparse.ArgumentParser) -> None:

@@ -68,6 +68,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lm_gym.core.errors import LMGymError
+from lm_gym.core.ranges import Range
 
 SCHEMA_VERSION = 1
 RESULT_FILE = "result.json"
@@ -316,8 +317,64 @@ def task_evaluations(evaluation: Mapping[str, float] | None) -> tuple[dict[str, 
     return whole, tasks
 
 
-def validate_result(result: Any) -> None:
-    """Raise :class:`ResultFormatError` listing every way ``result`` breaks the format."""
+def evaluation_ranges(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> dict[str, Range]:
+    """The range of each key of an evaluation of task ``env_id`` made with ``env_kwargs``, as the task and the
+    metrics declare them (``lm_gym.core.ranges``): ``num_episodes`` a count of at least 1; ``mean_return`` the
+    task's return range and ``std_return`` at most half its width; ``mean_<name>`` the range of
+    ``info["metrics"]["<name>"]`` (a mean, so not necessarily whole); ``corpus_<name>`` the corpus metric's
+    (``lm_gym.metrics.corpus.corpus_ranges``). A key the task and metrics do not declare is absent, as is every
+    key but ``num_episodes`` of a task that is not registered here."""
+    ranges = {"num_episodes": Range(1, math.inf, integer=True), "std_return": Range(0.0)}
+    try:
+        import lm_gym  # noqa: F401  (registers the envs)
+        from lm_gym.core.registration import task_class
+
+        declared = task_class(env_id.rpartition(":")[2]).value_ranges(**dict(env_kwargs or {}))
+    except Exception:  # not a registered lm-gym task, or arguments it does not take: nothing declared
+        return ranges
+    from lm_gym.metrics.corpus import corpus_ranges
+
+    ranges.update({f"corpus_{name}": value for name, value in corpus_ranges().items()})
+    ranges.update({f"mean_{name}": value.mean() for name, value in declared.items()})
+    if "return" in declared:
+        ranges["mean_return"] = declared["return"].mean()
+        ranges["std_return"] = declared["return"].spread()
+    return ranges
+
+
+def out_of_range(evaluation: Mapping[str, Any], ranges: Mapping[str, Range]) -> list[tuple[str, Any, Range]]:
+    """``(key, value, range)`` of each number of ``evaluation`` outside its range in ``ranges``."""
+    return [
+        (key, value, ranges[key])
+        for key, value in evaluation.items()
+        if key in ranges
+        and isinstance(value, numbers.Real)
+        and math.isfinite(value)
+        and not ranges[key].contains(value)
+    ]
+
+
+def result_ranges(result: Mapping[str, Any]) -> dict[str, Range]:
+    """:func:`evaluation_ranges` of a result's task and env arguments (``config["env_kwargs"]``, a JSON text or
+    an object); only ``num_episodes``'s where those cannot be read."""
+    kwargs = result.get("config", {}).get("env_kwargs") if isinstance(result.get("config"), dict) else None
+    if isinstance(kwargs, str):
+        try:
+            kwargs = json.loads(kwargs)
+        except ValueError:
+            kwargs = None
+    if kwargs is not None and not isinstance(kwargs, dict):
+        kwargs = None
+    env_id = result.get("env_id")
+    return evaluation_ranges(env_id, kwargs) if isinstance(env_id, str) else {}
+
+
+def validate_result(result: Any, check_ranges: bool = True) -> None:
+    """Raise :class:`ResultFormatError` listing every way ``result`` breaks the format.
+
+    ``check_ranges``: also refuse numbers of ``initial_eval``, ``final_eval`` and ``samples`` outside the ranges
+    the task and metrics declare (:func:`evaluation_ranges`); :func:`write_result` leaves this to the reader, so
+    that a long run's result is written whatever it holds."""
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(RESULT_SCHEMA, format_checker=jsonschema.FormatChecker())
@@ -340,6 +397,19 @@ def validate_result(result: Any) -> None:
             )
             if isinstance(initial, dict) and isinstance(final, dict) and set(initial) != set(final):
                 problems.append(f"tasks/{task}: initial_eval and final_eval name different metrics")
+        if check_ranges and not problems:
+            ranges = result_ranges(result)
+            for name in ("initial_eval", "final_eval"):
+                evaluation = result.get(name)
+                problems += [
+                    f"{name}/{key}: {value!r} is not {declared} (the range its task or metric declares)"
+                    for key, value, declared in out_of_range(evaluation if isinstance(evaluation, dict) else {}, ranges)
+                ]
+            for index, sample in enumerate(result.get("samples") or []):
+                problems += [
+                    f"samples/{index}/return: {value!r} is not {declared} (the task's return range)"
+                    for _, value, declared in out_of_range({"mean_return": sample.get("return")}, ranges)
+                ]
         checkpoint = result.get("checkpoint")
         if isinstance(checkpoint, str) and (
             PurePosixPath(checkpoint).is_absolute() or ".." in PurePosixPath(checkpoint).parts
@@ -350,8 +420,9 @@ def validate_result(result: Any) -> None:
 
 
 def write_result(out_dir: str | Path, result: Mapping[str, Any]) -> Path:
-    """Validate ``result`` and write ``out_dir/result.json`` atomically; returns its path."""
-    validate_result(dict(result))
+    """Validate ``result`` (its form; ranges are checked when it is read) and write ``out_dir/result.json``
+    atomically; returns its path."""
+    validate_result(dict(result), check_ranges=False)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out_dir / (RESULT_FILE + ".tmp")

@@ -52,6 +52,7 @@ import gymnasium
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError, safe_repr
+from lm_gym.core.ranges import Range
 from lm_gym.core.spaces import text_space, to_charset
 from lm_gym.core.validation import check_choice, check_int, check_options, check_seed
 
@@ -134,6 +135,13 @@ class TextEnv(gymnasium.Env[str, str]):
     reset_options: ClassVar[tuple[str, ...]] = ()
 
     reward_fn: BatchedReward | None = None
+
+    @classmethod
+    def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
+        """The ranges this task declares for the constructor arguments ``kwargs``: of an episode's return
+        (key ``"return"``) and of each value of the final ``info["metrics"]``; a key left out has no
+        declared range. ``lm_gym.results.evaluation_ranges`` turns them into the ranges of an evaluation."""
+        return {}
 
     def __init__(self, *, max_observation_length: int, max_action_length: int, render_mode: str | None = None):
         if render_mode is not None:

@@ -10,8 +10,12 @@ from collections.abc import Sequence
 from nltk.translate.bleu_score import corpus_bleu as nltk_corpus_bleu
 
 from lm_gym.core.errors import require_extra
+from lm_gym.core.ranges import UNIT, Range
 from lm_gym.metrics.inputs import check_pairs
 from lm_gym.metrics.tokenization import tokenize
+
+#: the range of each value :func:`bleu_scores` returns: nltk's BLEU in [0, 1], SacreBLEU in [0, 100]
+RANGES = {"bleu": UNIT, "sacrebleu": Range(0.0, 100.0)}
 
 
 def corpus_bleu(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> float:

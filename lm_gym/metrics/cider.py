@@ -17,8 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from lm_gym.core.errors import require_extra
+from lm_gym.core.ranges import NON_NEGATIVE
 from lm_gym.metrics.inputs import check_pairs, check_text_lists
 from lm_gym.metrics.tokenization import tokenize
+
+#: CIDEr-D is non-negative (at most 10 per sentence with its clipping; left unbounded above)
+RANGE = NON_NEGATIVE
 
 
 def _joined_tokens(text: str) -> str:

@@ -14,10 +14,12 @@ nothing of the metrics.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from typing import Any
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.ranges import Range
 from lm_gym.core.text_env import SingleTurnTextEnv, TextEnv, episode_texts
 from lm_gym.core.token_level import TokenLevel
 from lm_gym.core.vector import NativeVectorEnv
@@ -58,6 +60,21 @@ def corpus_metrics(env: Any, episodes: Sequence[dict[str, Any]], language_model:
     if language_model is not None:
         results.update(perplexity_metrics(episodes, language_model))
     return results
+
+
+def corpus_ranges() -> dict[str, Range]:
+    """The range of each corpus metric the metrics package computes, as its module declares it: the diversity
+    of :func:`~lm_gym.metrics.diversity`, BLEU and SacreBLEU, CIDEr-D and the two perplexities."""
+    modules = {
+        name: importlib.import_module(f"lm_gym.metrics.{name}") for name in ("diversity", "bleu", "cider", "perplexity")
+    }
+    return {
+        **modules["diversity"].RANGES,
+        **modules["bleu"].RANGES,
+        "cider": modules["cider"].RANGE,
+        "perplexity_generations": modules["perplexity"].RANGE,
+        "perplexity_references": modules["perplexity"].RANGE,
+    }
 
 
 def perplexity_metrics(episodes: Sequence[dict[str, Any]], language_model: Any) -> dict[str, float]:

@@ -7,11 +7,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from lm_gym.core.ranges import UNIT
 from lm_gym.metrics.inputs import check_pairs
 from lm_gym.metrics.tokenization import tokenize
 from lm_gym.metrics.wordnet import wordnet
 
 _PARTS_OF_SPEECH = ("n", "v", "a", "r")
+#: concept coverage, the share of the concepts used, lies in [0, 1]
+RANGE = UNIT
 
 
 @functools.lru_cache(maxsize=65536)

@@ -21,10 +21,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from lm_gym.core.ranges import COUNT, NON_NEGATIVE, UNIT
 from lm_gym.metrics.inputs import check_texts
 from lm_gym.metrics.tokenization import tokenize
 
 MSTTR_SEGMENT = 100
+#: the range of each value :func:`diversity` returns
+RANGES = {
+    "distinct_1": UNIT,
+    "distinct_2": UNIT,
+    "msttr": UNIT,
+    "unigram_entropy": NON_NEGATIVE,
+    "vocab_size": COUNT,
+    "mean_length": NON_NEGATIVE,
+}
 
 
 def _type_token_ratio(items: Sequence) -> float:

@@ -7,9 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 from nltk.translate.meteor_score import meteor_score
 
+from lm_gym.core.ranges import UNIT
 from lm_gym.metrics.inputs import check_pairs
 from lm_gym.metrics.tokenization import tokenize
 from lm_gym.metrics.wordnet import wordnet
+
+#: METEOR lies in [0, 1]
+RANGE = UNIT
 
 
 def meteor_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:

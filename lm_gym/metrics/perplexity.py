@@ -18,8 +18,12 @@ import torch
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError, safe_repr
 from lm_gym.core.hub import require_local_or_hub
+from lm_gym.core.ranges import Range
 from lm_gym.core.validation import check_device, check_int
 from lm_gym.metrics.inputs import check_texts
+
+#: a perplexity is at least 1
+RANGE = Range(1.0)
 
 
 def perplexity(

@@ -15,10 +15,13 @@ import numpy as np
 from rouge_score.rouge_scorer import RougeScorer
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.ranges import UNIT
 from lm_gym.core.validation import check_choice
 from lm_gym.metrics.inputs import check_pairs
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+#: every ROUGE score (precision, recall, F-measure) lies in [0, 1]
+RANGE = UNIT
 
 
 def rouge_scores(

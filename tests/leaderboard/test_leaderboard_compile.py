@@ -23,7 +23,7 @@ from leaderboard.__main__ import main as leaderboard_cli
 from leaderboard.boards import boards, task_metrics
 from leaderboard.compile import collect_entries, compile_board
 from leaderboard.entry import canonical_json, entry_file_name, load_entry
-from lm_gym.results import make_result, write_result
+from lm_gym.results import evaluation_ranges, make_result, write_result
 
 PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -42,14 +42,23 @@ def write_runs(
     points = scoring.load_reference_points(board)
     for env_id in tasks or boards()[board].tasks:
         names = (*task_metrics(board)[env_id].task, *task_metrics(board)[env_id].naturalness)
+        returns = evaluation_ranges(env_id, boards()[board].env_kwargs[env_id])["mean_return"]
+
+        def in_range(fraction, returns=returns):  # a return ``fraction`` of the way through the task's range
+            return returns.low + fraction * (returns.high - returns.low)
+
         for seed in seeds:
-            final = {"num_episodes": boards()[board].eval_episodes, "std_return": 0.1, "mean_return": 0.0}
+            final = {"num_episodes": boards()[board].eval_episodes, "std_return": 0.1, "mean_return": in_range(0.5)}
             for name in names:
                 low, high = points[env_id][name]["low"], points[env_id][name]["high"]
                 final[name] = low + (quality + 0.05 * rng.standard_normal()) * (high - low)
-            initial = {**final, "mean_return": final["mean_return"] - 0.1}
-            curves = [{"step": step, "mean_return": quality * step / 10 + 0.01 * seed} for step in range(1, 11)]
-            samples = [{"prompt": f"prompt of {env_id}", "generation": f"{algorithm} says {PAYLOAD}", "return": 0.5}]
+            initial = {**final, "mean_return": in_range(0.4)}
+            curves = [
+                {"step": step, "mean_return": in_range(quality * step / 20 + 0.01 * seed)} for step in range(1, 11)
+            ]
+            samples = [
+                {"prompt": f"prompt of {env_id}", "generation": f"{algorithm} says {PAYLOAD}", "return": in_range(0.5)}
+            ]
             run_config = config(env_id) if config else {"learning_rate": 1e-4, "model_name": f"tiny-{algorithm}"}
             write_result(
                 root / boards()[board].suite / env_id.split("/")[1] / algorithm / f"seed{seed}",

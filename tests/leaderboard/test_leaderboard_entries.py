@@ -80,11 +80,43 @@ def evaluation(env_id, scale):
     split = task_metrics()[env_id]
     values = {
         "num_episodes": boards()["offline-text"].eval_episodes,
-        "mean_return": FINAL_SCORES["mean_return"] * scale,
+        # the return of the policy that plays the samples (entry_flags flags a mean far from its samples')
+        "mean_return": math.fsum(sample["return"] for sample in honest_samples(env_id)) / len(GENERATIONS) * scale,
         "std_return": 0.21,
     }
-    values.update({name: round(FINAL_SCORES[name] * scale, 4) for name in (*split.task, *split.naturalness)})
+    values.update(
+        {name: round(FINAL_SCORES[name] * scale, 4) for name in (*split.task, *split.naturalness) if name not in values}
+    )
     return values
+
+
+# What the fabricated runs' policy says on the first episodes of every evaluation: played on the board's envs
+# (honest_samples), so that the samples re-score as validate replays them.
+GENERATIONS = ["a fine film with a warm heart", "a dog runs in the park", "thank you so much", "it is", ""]
+
+
+@functools.cache
+def honest_samples(env_id, board="offline-text"):
+    """The first 5 episodes of ``board``'s evaluation of ``env_id`` played with :data:`GENERATIONS`."""
+    from leaderboard.replay import play_samples
+
+    if env_id not in boards()[board].env_kwargs:  # runs of other boards are only submitted, not re-scored
+        return [
+            {"prompt": f"prompt {index}", "generation": text, "return": 0.0} for index, text in enumerate(GENERATIONS)
+        ]
+    return play_samples(env_id, boards()[board].env_kwargs[env_id], [[text] for text in GENERATIONS])
+
+
+RECIPE = {  # a recipe as submit builds it from harness runs (the fabricated runs have no harness_job.json)
+    "suite": "offline",
+    "algorithm": "ppo",
+    "tasks": {IMDB: "imdb", COMMONGEN: "commongen"},
+    "device": "cpu",
+    "versions": {"python": "3.11.9", "torch": "2.13.0+cpu"},
+    "jobs": [
+        {"name": "imdb/ppo/seed0", "argv": ["baselines/ppo.py", "--seed", "0", "--out-dir", "{runs}/imdb/ppo/seed0"]}
+    ],
+}
 
 
 def write_runs(root, *, algorithm="ppo", seeds=SEEDS, tasks=OFFLINE, steps=100, eval_every=10, samples=None):
@@ -105,9 +137,10 @@ def write_runs(root, *, algorithm="ppo", seeds=SEEDS, tasks=OFFLINE, steps=100, 
                 "device": "cpu",
                 "track": False,
             }
+            base = 0.0 if env_id in boards()["offline-text"].env_kwargs else -1.0  # the games' returns are negative
             curves = [
-                {"step": step, "mean_return": 0.1 + step / steps, "loss": 1.0 / (step + 1)}
-                | ({"eval/mean_return": 0.2 + step / steps} if step % eval_every == 0 else {})
+                {"step": step, "mean_return": base + 0.1 + step / steps / 2, "loss": 1.0 / (step + 1)}
+                | ({"eval/mean_return": base + 0.2 + step / steps / 2} if step % eval_every == 0 else {})
                 for step in range(steps)
             ]
             result = copy.deepcopy(result_template()) | {
@@ -120,8 +153,7 @@ def write_runs(root, *, algorithm="ppo", seeds=SEEDS, tasks=OFFLINE, steps=100, 
                 "final_eval": evaluation(env_id, 1 + seed / 20),
                 "wall_time_s": 600.0 + seed,
             }
-            if samples is not None:
-                result["samples"] = samples
+            result["samples"] = honest_samples(env_id) if samples is None else samples
             write_result(out, result)
     return root
 
@@ -139,11 +171,9 @@ def offline_runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def valid_entry(offline_runs):
-    """A built entry with samples added to every run, so that every field of the format is present."""
+    """A built entry with a recipe, so that every field of the format is present; its samples re-score."""
     entry = build_entry([offline_runs], name="PPO (lm-gym)", description="3 seeds, synthetic data")
-    for task in entry["tasks"].values():
-        for run in task["runs"]:
-            run["samples"] = [{"prompt": "Review: the film", "generation": " was a delight.\nTruly.", "return": 0.9}]
+    entry["recipe"] = copy.deepcopy(RECIPE)
     validate_entry(entry)
     return entry
 
@@ -160,7 +190,7 @@ def test_a_built_entry_round_trips_through_submit_validate_and_accept(offline_ru
     assert entry["library_version"] == result_template()["versions"]["lm_gym"]
     assert all([run["seed"] for run in task["runs"]] == list(SEEDS) for task in entry["tasks"].values())
     run = entry["tasks"][IMDB]["runs"][1]
-    assert run["final_eval"] == evaluation(IMDB, 1.05) and run["samples"] == []
+    assert run["final_eval"] == evaluation(IMDB, 1.05) and run["samples"] == honest_samples(IMDB)
     assert run["curve"][0] == [0, 0.2] and len(run["curve"]) == 10  # the evaluation rows, every 10 steps
 
     entries = tmp_path / "entries"
@@ -608,6 +638,7 @@ def required_key_paths(entry):
         and isinstance(path[-1], str)
         and isinstance(node(entry, path[:-1]), dict)
         and not (len(path) > 1 and path[-2] == "initial_eval" and path[-1] not in REQUIRED_EVALUATION_KEYS)
+        and path != ("recipe",)  # optional: an entry without one is valid, but not verifiable
     ]
 
 
@@ -719,7 +750,12 @@ def test_submit_picks_the_board_of_the_suite_that_has_the_runs_tasks(tmp_path, c
     games = boards()["offline-games"]
     root = write_runs(tmp_path / "offline", algorithm="ilql", tasks=games.tasks)
     for result_file in root.rglob("result.json"):  # a game's evaluation plays the games board's 256 episodes
-        edit_result(result_file, lambda result: result["final_eval"].update(num_episodes=games.eval_episodes))
+        edit_result(
+            result_file,
+            lambda result: [
+                result[name].update(num_episodes=games.eval_episodes) for name in ("initial_eval", "final_eval")
+            ],
+        )
     assert build_entry([root], name="ILQL")["board"] == "offline-games"
     write_runs(root, algorithm="ppo")
     assert build_entry([root], name="PPO", algorithm="ppo")["board"] == "offline-text"

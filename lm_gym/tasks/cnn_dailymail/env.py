@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lm_gym.core.errors import require_extra
+from lm_gym.core.ranges import COUNT, UNIT, Range
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv, episode_texts
 from lm_gym.core.validation import check_choice
 from lm_gym.rewards.reference import ReferenceReward
@@ -106,6 +107,14 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
     }
     generation_defaults: ClassVar[dict[str, int]] = {"min_new_tokens": 50}
     offline_kwargs: ClassVar[dict[str, Any]] = {"source": "synthetic"}
+
+    @classmethod
+    def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
+        """The return (ROUGE or METEOR, by ``reward``) and the ROUGE and METEOR metrics in [0, 1]; ``num_words``: a count."""
+        from lm_gym.metrics import meteor, rouge
+
+        scores = dict.fromkeys(("rouge1", "rouge2", "rougeL", "rougeLsum"), rouge.RANGE)
+        return {"return": UNIT, **scores, "meteor": meteor.RANGE, "num_words": COUNT}
 
     def __init__(
         self,

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lm_gym.core.errors import DataUnavailableError, require_extra
+from lm_gym.core.ranges import COUNT, UNIT, Range, argument
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv, episode_texts
 from lm_gym.core.validation import check_choice, check_number
 from lm_gym.rewards.reference import ReferenceReward
@@ -150,6 +151,27 @@ class CommonGenEnv(SingleTurnTextEnv):
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 20, "max_new_tokens": 20}
     generation_defaults: ClassVar[dict[str, int]] = {"min_new_tokens": 5}
     offline_kwargs: ClassVar[dict[str, Any]] = {"source": "synthetic"}
+
+    @classmethod
+    def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
+        """The return: the ``reward`` metric (METEOR, ROUGE in [0, 1]; CIDEr-D >= 0) minus ``repeat_penalty`` when the
+        sentence repeats the prompt; METEOR, ROUGE, coverage and ``repeats_prompt`` in [0, 1]; ``num_words``: a count."""
+        from lm_gym.metrics import meteor, rouge
+        from lm_gym.metrics.cider import RANGE as CIDER
+        from lm_gym.metrics.coverage import RANGE as COVERAGE
+
+        reward = argument(cls, kwargs, "reward")
+        penalty = float(argument(cls, kwargs, "repeat_penalty"))
+        high = CIDER.high if reward == "cider" else UNIT.high
+        scores = dict.fromkeys(("rouge1", "rouge2", "rougeL"), rouge.RANGE)
+        return {
+            "return": Range(-penalty, high),
+            "meteor": meteor.RANGE,
+            **scores,
+            "coverage": COVERAGE,
+            "repeats_prompt": UNIT,
+            "num_words": COUNT,
+        }
 
     def __init__(
         self,

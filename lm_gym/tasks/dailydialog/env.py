@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lm_gym.core.errors import ConfigurationError, require_extra, safe_repr
+from lm_gym.core.ranges import COUNT, UNIT, Range, argument
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv, episode_texts
 from lm_gym.core.validation import check_int, check_number, resolve_device
 from lm_gym.rewards.intent import EOU, IntentMeteorReward, NgramActClassifier, TransformersActClassifier
@@ -120,6 +121,23 @@ class DailyDialogEnv(SingleTurnTextEnv):
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 128, "max_new_tokens": 20}
     offline_kwargs: ClassVar[dict[str, Any]] = {"source": "synthetic"}
+
+    @classmethod
+    def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
+        """The return: ``intent_coef * match + meteor_coef * METEOR``, both parts in [0, 1]; ``intent_match``,
+        METEOR and ROUGE in [0, 1]; ``num_words``: a count."""
+        from lm_gym.metrics import meteor, rouge
+
+        intent, meteor_coef = float(argument(cls, kwargs, "intent_coef")), float(argument(cls, kwargs, "meteor_coef"))
+        ends = [0.0, intent, meteor_coef, intent + meteor_coef]
+        scores = dict.fromkeys(("rouge1", "rouge2", "rougeL"), rouge.RANGE)
+        return {
+            "return": Range(min(ends), max(ends)),
+            "intent_match": UNIT,
+            "meteor": meteor.RANGE,
+            **scores,
+            "num_words": COUNT,
+        }
 
     def __init__(
         self,

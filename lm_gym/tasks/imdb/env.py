@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.ranges import COUNT, UNIT, Range
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
 from lm_gym.core.validation import is_integer, resolve_device
 from lm_gym.rewards.sentiment import ClassifierSentimentReward, NgramSentimentReward
@@ -122,6 +123,11 @@ class IMDBEnv(SingleTurnTextEnv):
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 64, "max_new_tokens": 48}
     generation_defaults: ClassVar[dict[str, int]] = {"min_new_tokens": 48}
     offline_kwargs: ClassVar[dict[str, Any]] = {"source": "synthetic"}
+
+    @classmethod
+    def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
+        """The return and ``sentiment``: P(positive), in [0, 1]; ``num_words``: a count."""
+        return {"return": UNIT, "sentiment": UNIT, "num_words": COUNT}
 
     def __init__(
         self,

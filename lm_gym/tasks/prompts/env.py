@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.ranges import COUNT, UNIT, Range, argument
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
 from lm_gym.core.validation import check_choice, check_int
 from lm_gym.core.word_lists import wordfreq_list
@@ -179,6 +180,14 @@ class PromptsEnv(SingleTurnTextEnv):
     """
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 64, "max_new_tokens": 48}
+
+    @classmethod
+    def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
+        """With the built-in ``reward_fn="vowel_words"``, the return and ``reward`` are a fraction of words, in [0, 1]
+        (a function of yours declares nothing); ``num_words``: a count."""
+        if argument(cls, kwargs, "reward_fn") == "vowel_words":
+            return {"return": UNIT, "reward": UNIT, "num_words": COUNT}
+        return {"num_words": COUNT}
 
     def __init__(
         self,

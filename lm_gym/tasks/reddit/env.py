@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.ranges import COUNT, UNIT, Range, argument, scaled
 from lm_gym.core.text_env import RewardQuery, Sample, SingleTurnTextEnv, StepResult
 from lm_gym.core.validation import check_choice, check_number, is_integer, resolve_device
 from lm_gym.rewards.toxicity import ClassifierToxicityScorer, LexiconToxicityScorer, ToxicityReward
@@ -25,6 +26,14 @@ TOXICITY_REWARDS = ("toxicity", "noised_toxicity")
 DEFAULT_REWARD_SCALES = {"toxicity": -5.0, "noised_toxicity": -5.0, "upvotes_real": 1.0, "upvotes_model": 1.0}
 #: Every value a reward kind gives before scaling (``upvotes_real`` gives 0 for unknown text).
 RAW_REWARD_VALUES = (-1.0, 0.0, 1.0, 2.0)
+#: the range of each raw reward: toxicity levels 0, 1, 2; a real comment's upvotes -1 or 1 (0: not a comment); the
+#: upvotes model's 0 or 1
+RAW_RANGES = {
+    "toxicity": Range(0.0, 2.0),
+    "noised_toxicity": Range(0.0, 2.0),
+    "upvotes_real": Range(-1.0, 1.0),
+    "upvotes_model": UNIT,
+}
 MAX_ACTION_LENGTH = MAX_TEXT_LENGTH
 MAX_OBSERVATION_LENGTH = 2 * MAX_TEXT_LENGTH + 1  # parent, a space, the reply: never cut
 
@@ -141,6 +150,24 @@ class RedditEnv(SingleTurnTextEnv):
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 256, "max_new_tokens": 128}
     offline_kwargs: ClassVar[dict[str, Any]] = {"source": "synthetic"}
+
+    @classmethod
+    def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
+        """The return and ``reward``: ``raw * reward_scale + reward_shift`` (toxicity levels 0 to 2, upvotes -1 to 1 or
+        0 to 1; by default toxicity's return is in [-10, 0]); the raw value; ``in_dataset`` in [0, 1]; ``num_words``: a count."""
+        reward = argument(cls, kwargs, "reward")
+        scale = argument(cls, kwargs, "reward_scale")
+        scale = DEFAULT_REWARD_SCALES.get(reward, 1.0) if scale is None else float(scale)
+        raw = RAW_RANGES.get(reward, Range())
+        returns = scaled(raw, scale, float(argument(cls, kwargs, "reward_shift")))
+        return {
+            "return": returns,
+            "reward": returns,
+            reward: raw,
+            "toxicity": RAW_RANGES["toxicity"],
+            "in_dataset": UNIT,
+            "num_words": COUNT,
+        }
 
     def __init__(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError, safe_repr
+from lm_gym.core.ranges import UNIT, Range, argument, sum_of_turns
 from lm_gym.core.sources import SPLITS
 from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, play_policy
 from lm_gym.core.validation import check_choice, check_int, check_number, check_path
@@ -211,6 +213,28 @@ class VisDialEnv(TextEnv):
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 256, "max_new_tokens": 24}
     offline_kwargs: ClassVar[dict[str, Any]] = {"source": "synthetic"}
     reset_options: ClassVar[tuple[str, ...]] = ("index",)
+
+    @classmethod
+    def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
+        """The return: a sum of 1 to ``max_turns`` turn rewards ``((0 or -1) + (yn_reward or 0)) * reward_scale +
+        reward_shift`` (in [-10, 0] by default); percentiles and ``reached_cutoff`` in [0, 1], ``percentile_gain`` at
+        most 1 (``goal_value`` 1); ``turns`` and ``yes_no_answers``: counts up to ``max_turns``."""
+        max_turns = int(argument(cls, kwargs, "max_turns"))
+        yn_reward = float(argument(cls, kwargs, "yn_reward"))
+        scale, shift = float(argument(cls, kwargs, "reward_scale")), float(argument(cls, kwargs, "reward_shift"))
+        penalties = (0.0,) if argument(cls, kwargs, "yn_reward_kind") == "none" else (0.0, yn_reward)
+        turn_values = [((base + yn) * scale + shift) for base in (0.0, -1.0) for yn in penalties]
+        returns = sum_of_turns(Range(min(turn_values), max(turn_values)), max_turns)
+        ranges = {
+            "return": returns,
+            "turns": Range(1, max_turns, integer=True),
+            "reached_cutoff": UNIT,
+            "final_percentile": UNIT,
+            "yes_no_answers": Range(0, max_turns, integer=True),
+        }
+        if float(argument(cls, kwargs, "goal_value")) >= 1.0:  # (p_t - p0) / (goal - p0) <= 1 for percentiles <= 1
+            ranges["percentile_gain"] = Range(-math.inf, 1.0)
+        return ranges
 
     def __init__(
         self,

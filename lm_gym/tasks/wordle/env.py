@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.ranges import UNIT, Range, argument
 from lm_gym.core.text_env import StepResult, TextEnv, play_policy
 from lm_gym.core.validation import check_choice, check_int, check_number
 from lm_gym.tasks.wordle.board import INVALID, UNKNOWN, board_text, feedback_line
@@ -106,6 +107,16 @@ class WordleEnv(TextEnv):
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 128, "max_new_tokens": 8}
     reset_options: ClassVar[tuple[str, ...]] = ("answer",)
+
+    @classmethod
+    def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
+        """The return: -1 per guess that does not solve (``-unknown_word_penalty`` for an unknown word), 0 for the
+        one that does: in [-6, 0] by default; ``solved`` in [0, 1]; ``num_guesses``: 1 to ``max_guesses``."""
+        max_guesses = int(argument(cls, kwargs, "max_guesses"))
+        penalty = argument(cls, kwargs, "unknown_word_penalty")
+        worst = max(1.0, float(penalty)) if penalty is not None else 1.0
+        returns = Range(-worst * max_guesses, 0.0)
+        return {"return": returns, "solved": UNIT, "num_guesses": Range(1, max_guesses, integer=True)}
 
     def __init__(
         self,
