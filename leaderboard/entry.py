@@ -67,6 +67,7 @@ from leaderboard.boards import (
     load_boards_files,
     task_metrics,
 )
+from leaderboard.texts import LINE_REFUSED_CHARACTERS, TEXT_REFUSED_CHARACTERS
 from lm_gym.core.errors import LMGymError
 
 SCHEMA_VERSION = 1
@@ -82,14 +83,7 @@ MAX_CURVE_POINTS = 200
 MAX_SAMPLES = 5
 MAX_METRICS = 64  #: metrics per evaluation
 
-# Characters no text may hold: C0 and C1 controls (terminal escapes, NUL), unpaired surrogates
-# (not encodable as UTF-8), and the invisible formatting characters that make one text read as
-# another (zero-width characters, bidirectional embeddings, overrides and isolates, the BOM).
-_HIDDEN_CHARACTERS = r"\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff"
-#: refused in one-line texts (names, identifiers)
-LINE_REFUSED_CHARACTERS = r"\x00-\x1f" + _HIDDEN_CHARACTERS
-#: refused in multi-line texts (description, samples): tab and newline are allowed
-TEXT_REFUSED_CHARACTERS = r"\x00-\x08\x0b-\x1f" + _HIDDEN_CHARACTERS
+# Characters no text may hold (leaderboard.texts): controls, unpaired surrogates, invisible formatting characters.
 
 LINE_PATTERN = f"^[^{LINE_REFUSED_CHARACTERS}]*$"
 TEXT_PATTERN = f"^[^{TEXT_REFUSED_CHARACTERS}]*$"

@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from leaderboard.texts import played_text, sample_text
 from lm_gym.core.errors import LMGymError
 
 EVAL_SEED = 0  #: episode j of every board's final evaluation is reset with seed EVAL_SEED + j
@@ -159,17 +160,27 @@ def _player(
     except Exception as error:  # a hub dataset or reward model, a missing extra: never a silent pass
         raise NotReplayable(f"the task's env cannot be made here ({type(error).__name__}: {error})") from None
     _VECTOR_ENVS[(env_id, env_kwargs_json, count)] = venv
+    limit = venv.single_action_space.max_length
 
     def play(samples: Sequence[dict[str, Any]]) -> list[dict[str, Any] | str]:
         from lm_gym.results import SAMPLE_TEXT_CHARS
 
         if single_turn:
-            utterances = [[sample["generation"]] for sample in samples]
+            if limit >= SAMPLE_TEXT_CHARS and any(len(s["generation"]) >= SAMPLE_TEXT_CHARS for s in samples):
+                raise NotReplayable(f"a generation is cut to {SAMPLE_TEXT_CHARS} characters, its end is lost")
+            utterances = [[played_text(sample["generation"])] for sample in samples]
         else:
             if any(len(sample["prompt"]) >= SAMPLE_TEXT_CHARS for sample in samples):
                 raise NotReplayable(f"a transcript is cut to {SAMPLE_TEXT_CHARS} characters, its start is lost")
-            utterances = [reader(sample["prompt"], sample["generation"]) for sample in samples]
-        return _play(venv, utterances)
+            utterances = [
+                reader(played_text(sample["prompt"]), played_text(sample["generation"])) for sample in samples
+            ]
+        played = _play(venv, utterances)
+        return [
+            sample if isinstance(sample, str) else {**sample, **{key: sample_text(sample[key], SAMPLE_TEXT_CHARS)
+                                                             for key in ("prompt", "generation")}}
+            for sample in played
+        ]  # fmt: skip
 
     return play
 

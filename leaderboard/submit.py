@@ -61,12 +61,12 @@ from leaderboard.entry import (
     MODEL_LENGTH,
     SCHEMA_VERSION,
     TEXT_LENGTH,
-    TEXT_REFUSED_CHARACTERS,
     EntryError,
     canonical_json,
     validate_entry,
     write_entry,
 )
+from leaderboard.texts import sample_text
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
 
@@ -166,13 +166,15 @@ def build_recipe(by_task: dict[str, list[Run]]) -> dict[str, Any] | None:
         if name in jobs:
             continue
         try:
-            argv = json.loads((job_dir / HARNESS_JOB_FILE).read_text())["argv"]
+            argv = [str(argument) for argument in json.loads((job_dir / HARNESS_JOB_FILE).read_text())["argv"]]
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        jobs[name] = [_recipe_argument(str(argument), suite_dir) for argument in argv]
-        pending += [
-            needed for argument in argv if (needed := _job_dir_of(str(argument), suite_dir)) not in (None, job_dir)
-        ]
+        # the runs folder where the harness ran the job (the runs may have moved since): its --out-dir less its name
+        ran_in = next((value[: -len(name)].rstrip("/") for value in argv if value.endswith("/" + name)), None)
+        if ran_in and Path(ran_in).resolve() != suite_dir:
+            argv = [argument.replace(ran_in, str(suite_dir)) for argument in argv]
+        jobs[name] = [_recipe_argument(argument, suite_dir) for argument in argv]
+        pending += [needed for argument in argv if (needed := _job_dir_of(argument, suite_dir)) not in (None, job_dir)]
     first = next(iter(by_task.values()))[0][1]
     return {
         "suite": suite_dir.name,
@@ -559,9 +561,9 @@ def _sample(sample: dict[str, Any]) -> dict[str, Any]:
 
 
 def _text(value: Any, limit: int) -> str:
-    """``value`` as a multi-line text an entry accepts: refused characters shown as U+FFFD, cut to ``limit``."""
-    text = re.sub(f"[{TEXT_REFUSED_CHARACTERS}]", "\ufffd", str(value).replace("\r\n", "\n"))
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+    """``value`` as a multi-line text an entry accepts (``leaderboard.texts.sample_text``: controls as their
+    control pictures, so that the sample replays; other refused characters as U+FFFD), cut to ``limit``."""
+    return sample_text(value, limit)
 
 
 def _one_line(value: str, limit: int) -> str:

@@ -227,8 +227,8 @@ def test_samples_are_copied_cleaned_and_cut_to_the_limits(tmp_path):
     root = write_runs(tmp_path / "offline", samples=samples)
     kept = build_entry([root], name="with samples")["tasks"][IMDB]["runs"][0]["samples"]
     assert len(kept) == 5 and kept[3]["return"] == 0.3
-    assert kept[0]["prompt"] == "prompt 0\nline two"
-    assert kept[0]["generation"].startswith("\ufffd[31mred") and len(kept[0]["generation"]) == 2000
+    assert kept[0]["prompt"] == "prompt 0\u240d\nline two"  # controls as their pictures: the text replays
+    assert kept[0]["generation"].startswith("\u241b[31mred") and len(kept[0]["generation"]) == 2000
     assert kept[0]["generation"].endswith("\u2026")
 
 
