@@ -18,7 +18,7 @@ import pytest
 from test_leaderboard_entries import COMMONGEN, IMDB, OFFLINE, offline_runs, valid_entry  # noqa: F401  (fixtures)
 
 from leaderboard.__main__ import main as leaderboard_cli
-from leaderboard.boards import boards, forget_user_boards, load_boards_file
+from leaderboard.boards import boards, forget_user_boards, load_boards_file, task_metrics
 from leaderboard.entry import EntryError, entry_flags, validate_entry
 from leaderboard.replay import play_samples, rescore_samples
 from lm_gym.core import registration
@@ -48,8 +48,6 @@ def test_every_scored_metric_and_return_of_the_built_in_boards_declares_its_rang
     for board in boards().values():
         for env_id, kwargs in board.env_kwargs.items():
             ranges = evaluation_ranges(env_id, kwargs)
-            from leaderboard.boards import task_metrics
-
             split = task_metrics(board.name)[env_id]
             undeclared = [name for name in ("mean_return", *split.task, *split.naturalness) if name not in ranges]
             assert not undeclared, f"{board.name} {env_id}: no declared range for {undeclared}"
@@ -387,3 +385,20 @@ def test_an_entry_without_a_recipe_is_not_verified(valid_entry, tmp_path, capsys
 
 def test_the_tasks_of_the_offline_text_fixture_are_those_of_the_board():
     assert set(OFFLINE) == set(boards()["offline-text"].tasks)
+
+
+def test_the_docs_table_of_ranges_is_the_declared_one():
+    """docs/leaderboard.md's table of the smoke board's ranges is what the tasks and metrics declare."""
+
+    def shown(declared):
+        return str(declared).replace("a number in ", "").replace("a number ", "").replace("an integer ", "integer ")
+
+    text = (ROOT / "docs" / "leaderboard.md").read_text()
+    board = boards()["smoke"]
+    for env_id, kwargs in board.env_kwargs.items():
+        ranges = evaluation_ranges(env_id, kwargs)
+        split = task_metrics("smoke")[env_id]
+        scored = [m for m in (*split.task, *split.naturalness) if m != "mean_return"]
+        metrics = ", ".join(f"`{m}` {shown(ranges[m])}" for m in scored)
+        name = env_id.removeprefix("lm_gym/").removesuffix("-v0")
+        assert f"| {name} | {shown(ranges['mean_return'])} | {metrics or '-'} |" in text, env_id
