@@ -51,6 +51,9 @@ class Board:
     eval_episodes: int  #: every run's final evaluation plays this many episodes
     env_kwargs: dict[str, dict[str, Any]]  #: ``{env_id: the env's arguments}``, in the board's task order
     defined_in: Path | None = None  #: the file of a board of your own (None: a built-in board, ``boards.toml``)
+    #: whether the runs' samples are episodes of the board's envs, which ``validate`` replays (``replay_samples``
+    #: in ``boards.toml``; False for the multiagent board, whose games are the PettingZoo versions' with two policies)
+    replay_samples: bool = True
 
     @property
     def tasks(self) -> tuple[str, ...]:
@@ -83,7 +86,13 @@ def _builtin_data() -> dict[str, Any]:
 def _builtin_boards() -> dict[str, Board]:
     return {
         name: Board(
-            name, board["description"], board["suite"], board["source"], board["eval_episodes"], board["env_kwargs"]
+            name,
+            board["description"],
+            board["suite"],
+            board["source"],
+            board["eval_episodes"],
+            board["env_kwargs"],
+            replay_samples=board.get("replay_samples", True),
         )
         for name, board in _builtin_data()["boards"].items()
     }

@@ -94,7 +94,8 @@ COMMIT_PATTERN = "^[0-9a-f]{7,40}(-dirty)?$"
 SHA256_PATTERN = "^[0-9a-f]{64}$"
 DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 JOB_NAME_PATTERN = "^[A-Za-z0-9_.-]{1,64}(/[A-Za-z0-9_.%-]{1,64}){1,3}$"
-LABEL_PATTERN = "^[A-Za-z0-9_.%-]{1,64}$"
+LABEL_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.%-]{0,63}$"  #: never an option (verify passes labels to the harness)
+SUITE_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"  #: a file name in benchmark/suites/, never a path
 
 _PATTERN_MEANINGS = {
     ENV_ID_PATTERN: "an env id (lm_gym/<Name>-v<N>)",
@@ -105,7 +106,8 @@ _PATTERN_MEANINGS = {
     SHA256_PATTERN: "a SHA-256 (64 lowercase hex digits)",
     DATE_PATTERN: "a date (YYYY-MM-DD)",
     JOB_NAME_PATTERN: "a job name (<task>/<algorithm>/seed<k>)",
-    LABEL_PATTERN: "a label of the suite (letters, digits, '_.%-')",
+    LABEL_PATTERN: "a label of the suite (letters, digits, '_.%-', starting with a letter or digit)",
+    SUITE_NAME_PATTERN: "a suite's name (letters, digits, '_-', starting with a letter or digit)",
 }
 
 
@@ -163,14 +165,16 @@ _RUN = {
 }
 
 MAX_RECIPE_JOBS = 1000
+#: the versions a recipe records (``lm_gym.results.library_versions``' keys)
+RECIPE_VERSIONS = ("python", "lm_gym", "torch", "transformers", "gymnasium", "tokenizers", "datasets", "numpy")
 MAX_ARGUMENTS = 200
 
 _RECIPE = {  # how the runs were made, for ``python -m leaderboard verify`` (see leaderboard/README.md, "Verification")
     "type": "object",
-    "required": ["suite", "algorithm", "tasks", "jobs"],
+    "required": ["suite", "algorithm", "tasks", "device", "versions", "jobs"],
     "additionalProperties": False,
     "properties": {
-        "suite": _text(200, min_length=1),  # the benchmark suite (benchmark/suites/<suite>.toml) or its file's name
+        "suite": {"type": "string", "pattern": SUITE_NAME_PATTERN},  # benchmark/suites/<suite>.toml, or a file's stem
         "algorithm": {"type": "string", "pattern": LABEL_PATTERN},  # the suite's algorithm label
         "tasks": {  # {env_id: the suite's task label}
             "type": "object",
@@ -178,11 +182,12 @@ _RECIPE = {  # how the runs were made, for ``python -m leaderboard verify`` (see
             "propertyNames": {"maxLength": 130, "pattern": USER_ENV_ID_PATTERN},
             "additionalProperties": {"type": "string", "pattern": LABEL_PATTERN},
         },
-        "device": _text(64),  # the torch device of the runs (cpu, cuda)
+        "device": _text(64, min_length=1),  # the torch device of the runs (cpu, cuda)
         "versions": {  # result.json's versions of the runs (python, torch, ...)
             "type": "object",
             "maxProperties": 32,
-            "propertyNames": {"pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+            "required": ["python", "lm_gym", "torch"],
+            "propertyNames": {"enum": list(RECIPE_VERSIONS)},
             "additionalProperties": {"type": "string", "pattern": VERSION_PATTERN},
         },
         "jobs": {  # every job of the runs and the jobs they need (SFT warm starts, datasets), as the harness ran them
@@ -366,6 +371,8 @@ def _rescore_problems(entry: dict[str, Any]) -> tuple[list[str], list[str]]:
     from leaderboard.replay import NotReplayable, replayable, rescore_samples
 
     board = boards()[entry["board"]]
+    if not board.replay_samples:
+        return [], [f"samples not re-scored: board {board.name}'s games are not episodes of its single-agent envs"]
     problems = []
     wanted = min(MAX_SAMPLES, board.eval_episodes)
     for env_id, task in entry["tasks"].items():
@@ -547,6 +554,12 @@ def _board_problems(entry: dict[str, Any]) -> list[str]:
         if env_id not in board.tasks
     ]
     present = [env_id for env_id in board.tasks if env_id in tasks]
+    recipe = entry.get("recipe")
+    if recipe is not None and set(recipe["tasks"]) != set(tasks):
+        problems.append(
+            f"recipe.tasks: names {', '.join(sorted(map(_shown, set(recipe['tasks']) ^ set(tasks))))}: "
+            "the recipe names a suite task for each task of the entry, and no other"
+        )
     return (
         problems
         + _seed_problems(tasks, present)

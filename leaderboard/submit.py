@@ -59,6 +59,7 @@ from leaderboard.entry import (
     MAX_SAMPLES,
     MIN_RUNS,
     MODEL_LENGTH,
+    RECIPE_VERSIONS,
     SCHEMA_VERSION,
     TEXT_LENGTH,
     EntryError,
@@ -182,7 +183,9 @@ def build_recipe(by_task: dict[str, list[Run]]) -> dict[str, Any] | None:
         "tasks": labels,
         "device": str(first["device"])[:64],
         "versions": {
-            key: value for key, value in first["versions"].items() if re.fullmatch(r"[A-Za-z0-9.+_-]{1,64}", value)
+            key: value
+            for key, value in first["versions"].items()
+            if key in RECIPE_VERSIONS and re.fullmatch(r"[A-Za-z0-9.+_-]{1,64}", value)
         },
         "jobs": [{"name": name, "argv": argv} for name, argv in sorted(jobs.items())],
     }

@@ -11,7 +11,9 @@ first ``N`` seeds (default 1) on its tasks (``--tasks``: env ids or the suite's 
 the harness, ``python -m benchmark run --suite <suite> --tasks ... --algos <algorithm> --start-seed <seed>
 --num-seeds 1`` (the jobs they need, such as SFT warm starts, run too), and compares:
 
-* **the jobs**: each re-run job's command line (``harness_job.json``) must be the recipe's, paths of the runs
+* **the jobs**: ``verify`` never runs a command an entry holds: it runs the jobs of the checkout's suite
+  (``benchmark/suites/<the recipe's suite>.toml``, a name, never a path; or the verifier's ``--suite``), and
+  each re-run job's command line (``harness_job.json``) must be the recipe's, paths of the runs
   folder aside; a suite that runs a job otherwise cannot verify the entry (``not verified``);
 * **the numbers**: every key of the re-run's ``final_eval`` against the entry's run of the same seed: equal
   within :data:`EXACT_TOLERANCE` (relative) where the runs are deterministic, on the same kind of device with
@@ -83,7 +85,11 @@ def verify_entry(
     recipe = entry.get("recipe")
     if recipe is None:
         return Verification(None, reason="the entry has no recipe (it was not built from harness runs)")
+    # the entry names a suite of the checkout, never a path (the schema's pattern; checked again here): a suite
+    # file names the scripts the harness runs, so only the checkout's or the verifier's own (--suite) is used
     suite_file = Path(suite) if suite is not None else SUITES_DIR / f"{recipe['suite']}.toml"
+    if suite is None and suite_file.resolve().parent != SUITES_DIR.resolve():
+        return Verification(None, reason=f"the recipe's suite {recipe['suite']!r} is not a suite of benchmark/suites/")
     if not suite_file.is_file():
         return Verification(None, reason=f"no suite file {suite_file} (pass --suite FILE)")
     labels = recipe["tasks"]

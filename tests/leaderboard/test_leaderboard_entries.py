@@ -110,9 +110,14 @@ def honest_samples(env_id, board="offline-text"):
 RECIPE = {  # a recipe as submit builds it from harness runs (the fabricated runs have no harness_job.json)
     "suite": "offline",
     "algorithm": "ppo",
-    "tasks": {IMDB: "imdb", COMMONGEN: "commongen"},
+    "tasks": {
+        IMDB: "imdb",
+        COMMONGEN: "commongen",
+        "lm_gym/DailyDialog-v0": "dailydialog",
+        "lm_gym/Prompts-v0": "prompts",
+    },
     "device": "cpu",
-    "versions": {"python": "3.11.9", "torch": "2.13.0+cpu"},
+    "versions": {"python": "3.11.9", "lm_gym": "0.1.0", "torch": "2.13.0+cpu"},
     "jobs": [
         {"name": "imdb/ppo/seed0", "argv": ["baselines/ppo.py", "--seed", "0", "--out-dir", "{runs}/imdb/ppo/seed0"]}
     ],

@@ -402,3 +402,17 @@ def test_the_docs_table_of_ranges_is_the_declared_one():
         metrics = ", ".join(f"`{m}` {shown(ranges[m])}" for m in scored)
         name = env_id.removeprefix("lm_gym/").removesuffix("-v0")
         assert f"| {name} | {shown(ranges['mean_return'])} | {metrics or '-'} |" in text, env_id
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("suite", "../../tmp/evil", 'recipe.suite: "../../tmp/evil" is not a suite\'s name'),
+        ("algorithm", "--out=/etc", 'recipe.algorithm: "--out=/etc" is not a label of the suite'),
+        ("tasks", {IMDB: "-x"}, "is not a label of the suite"),
+    ],
+)
+def test_a_recipe_cannot_name_a_path_or_an_option(valid_entry, field, value, expected):  # noqa: F811
+    entry = copy.deepcopy(valid_entry)
+    entry["recipe"][field] = value
+    refused(entry, expected)
