@@ -41,9 +41,14 @@ class NotReplayable(Exception):
 
 def _wordle_utterances(prompt: str, generation: str) -> list[str]:
     # the board: a header line, then "<guess> <feedback>" (or "<text> invalid" / "<word> unknown") per guess;
-    # a guess shown is the guess as the game read it, so playing it again gives the same line
-    lines = prompt.split("\n")
-    return [line.rsplit(" ", 1)[0] if " " in line else line for line in lines[1:]]
+    # a guess shown is the guess as the game read it, so playing it again gives the same line, but for an
+    # invalid guess shown cut to its first 16 characters (whitespace runs as one space): played with one more
+    # character it is cut at the same place (and, longer than a word, stays invalid)
+    utterances = []
+    for line in prompt.split("\n")[1:]:
+        shown, _, kind = line.rpartition(" ")
+        utterances.append(shown + "z" if kind == "invalid" and len(shown) >= 16 else shown)
+    return utterances
 
 
 def _visdial_utterances(prompt: str, generation: str) -> list[str]:

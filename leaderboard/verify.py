@@ -147,6 +147,16 @@ def verify_entry(
                 rerun = json.loads((run_dir / "result.json").read_text())["final_eval"] or {}
                 result.problems += _disagreements(entry, env_id, index, stated["final_eval"], rerun, exact)
     result.agrees = not result.problems
+    if result.problems:
+        from lm_gym.results import git_commit
+
+        here = git_commit(CHECKOUT)
+        if entry["git_commit"] and here != entry["git_commit"]:  # context for the reader, not an excuse
+            result.problems.insert(
+                0,
+                f"(the entry's runs came from lm-gym {entry['git_commit']}, this checkout is {here}: "
+                "a change of the code since also makes a re-run differ)",
+            )
     return result
 
 

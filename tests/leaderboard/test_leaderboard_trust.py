@@ -198,7 +198,7 @@ def test_an_entry_without_its_samples_is_refused(valid_entry):  # noqa: F811
 def test_multi_turn_games_replay_every_utterance_in_order():
     board = boards()["smoke"]
     for env_id, utterances in [
-        ("lm_gym/Wordle-v0", [["crane", "slate", "moist", "x", "pouty", "lying"]] * 2),
+        ("lm_gym/Wordle-v0", [["crane", "anishfordsalper qqq", "moist", "x", "pouty", "lying"]] * 2),  # a cut guess
         ("lm_gym/VisDial-v0", [[f"is there a {thing}?" for thing in ("dog", "cat", "tree", "car")] * 3] * 2),
     ]:
         played = play_samples(env_id, board.env_kwargs[env_id], utterances)
