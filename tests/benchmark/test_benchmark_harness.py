@@ -14,10 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-import gymnasium
 import pytest
 from conftest import load_baseline
 
+import lm_gym
 from benchmark.attempt import LOG_FILE, Attempt, failure_cause, is_permanent
 from benchmark.placement import Slot, launcher, parse_gpus, plan_slots
 from benchmark.suite import ROOT, SuiteError, expand_jobs, load_suite, render_flags
@@ -78,7 +78,7 @@ def results(root: Path) -> dict[str, dict]:
 def test_the_smoke_suite_covers_every_registered_task_and_every_baseline(tmp_path):
     jobs = expand_jobs(load_suite("smoke"), tmp_path)
     env_ids = {job.argv[job.argv.index("--env-id") + 1] for job in jobs if job.is_baseline}
-    assert env_ids == {env_id for env_id in gymnasium.registry if env_id.startswith("lm_gym/")}
+    assert env_ids == {env_id for env_id in lm_gym.registered_tasks() if env_id.startswith("lm_gym/")}
     # every baseline; ippo.py plays the multi-agent envs: the multiagent suite runs it
     assert {Path(job.argv[0]).name for job in jobs if job.is_baseline} == set(BASELINES) - {"ippo.py"}
     multiagent = expand_jobs(load_suite("multiagent"), tmp_path / "multiagent")
@@ -238,7 +238,7 @@ def test_grue_is_every_task_over_five_seeds_and_its_dry_run_lists_the_jobs(tmp_p
     # GRUE's tasks: every built-in task but the two that play the user's data and tasks
     users = {"lm_gym/TextGeneration-v0", "lm_gym/Mixture-v0"}
     assert {job.argv[job.argv.index("--env-id") + 1] for job in jobs if job.is_baseline} == {
-        env_id for env_id in gymnasium.registry if env_id.startswith("lm_gym/")
+        env_id for env_id in lm_gym.registered_tasks() if env_id.startswith("lm_gym/")
     } - users
     listing = harness("--suite", "grue", "--dry-run", "--out", tmp_path)
     assert f"{len(jobs)} jobs: 8 tasks" in listing.stdout and "python baselines/ppo.py" in listing.stdout

@@ -114,7 +114,10 @@ def test_the_report_and_the_board_write_their_tables_with_one_writer():
             }
         ],
     }
-    assert "| n\\|1 | m | &lt;x&gt; | 1 | 0.500 (n=1) | 0.500 (n=1) | 0.500 (n=1) |" in to_markdown(data).splitlines()
+    assert (
+        "| n\\|1 | m | &lt;x&gt; | 1 | 0.500 (n=1) | 0.500 (n=1) | 0.500 (n=1) | not verified |"
+        in to_markdown(data).splitlines()
+    )
 
 
 def test_a_missing_rliable_names_the_extra_that_installs_it(monkeypatch):
