@@ -347,6 +347,7 @@ def test_an_honest_harness_entry_validates_and_verifies(harness_entry, tmp_path,
     assert "verified (1 seed re-run)" in (board / "board.md").read_text()
 
 
+@pytest.mark.slow  # a harness run (8-10 s); the deep run keeps it
 def test_a_tampered_plausible_entry_passes_validate_but_not_verify(harness_entry, tmp_path, capsys):
     suite, entry_file = harness_entry
     load_boards_file(suite)

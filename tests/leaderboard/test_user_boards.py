@@ -349,6 +349,7 @@ def test_loading_the_same_file_twice_is_one_board_and_the_built_in_boards_are_un
 
 
 # ----------------------------------------------------------------------------- end to end
+@pytest.mark.slow  # a harness run (8-10 s); the deep run keeps it
 def test_the_harness_compiles_the_board_of_a_user_suite(tmp_path):
     """``python -m benchmark run --suite <own suite> --board``: the real PPO baseline on the example
     suite's two tasks of its own module, one seed, then the board of its ``[boards.own]`` table."""
