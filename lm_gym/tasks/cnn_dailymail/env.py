@@ -110,7 +110,8 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
 
     @classmethod
     def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
-        """The return (ROUGE or METEOR, by ``reward``) and the ROUGE and METEOR metrics in [0, 1]; ``num_words``: a count."""
+        """The return (ROUGE or METEOR, by ``reward``) and the ROUGE and METEOR metrics in [0, 1];
+        ``num_words``: a count."""
         from lm_gym.metrics import meteor, rouge
 
         scores = dict.fromkeys(("rouge1", "rouge2", "rougeL", "rougeLsum"), rouge.RANGE)

@@ -154,8 +154,9 @@ class CommonGenEnv(SingleTurnTextEnv):
 
     @classmethod
     def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
-        """The return: the ``reward`` metric (METEOR, ROUGE in [0, 1]; CIDEr-D >= 0) minus ``repeat_penalty`` when the
-        sentence repeats the prompt; METEOR, ROUGE, coverage and ``repeats_prompt`` in [0, 1]; ``num_words``: a count."""
+        """The return: the ``reward`` metric (METEOR, ROUGE in [0, 1]; CIDEr-D >= 0) minus ``repeat_penalty``
+        when the sentence repeats the prompt; METEOR, ROUGE, coverage and ``repeats_prompt`` in [0, 1];
+        ``num_words``: a count."""
         from lm_gym.metrics import meteor, rouge
         from lm_gym.metrics.cider import RANGE as CIDER
         from lm_gym.metrics.coverage import RANGE as COVERAGE

@@ -153,8 +153,9 @@ class RedditEnv(SingleTurnTextEnv):
 
     @classmethod
     def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
-        """The return and ``reward``: ``raw * reward_scale + reward_shift`` (toxicity levels 0 to 2, upvotes -1 to 1 or
-        0 to 1; by default toxicity's return is in [-10, 0]); the raw value; ``in_dataset`` in [0, 1]; ``num_words``: a count."""
+        """The return and ``reward``: ``raw * reward_scale + reward_shift`` (toxicity levels 0 to 2, upvotes -1 to
+        1 or 0 to 1; by default toxicity's return is in [-10, 0]); the raw value; ``in_dataset`` in [0, 1];
+        ``num_words``: a count."""
         reward = argument(cls, kwargs, "reward")
         scale = argument(cls, kwargs, "reward_scale")
         scale = DEFAULT_REWARD_SCALES.get(reward, 1.0) if scale is None else float(scale)
