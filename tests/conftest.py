@@ -48,6 +48,27 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BASELINES = Path(__file__).resolve().parents[1] / "baselines"  # on sys.path: pyproject.toml's pytest pythonpath
 
 
+def tiny_causal_lm(env_id: str, env_kwargs: dict | None = None):
+    """A one-layer GPT-2 with the tokenizer lm-gym trains on task ``env_id``'s text (no model hub)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from lm_gym.core.registration import resolve_tokenizer
+
+    tokenizer = resolve_tokenizer(gymnasium.make(env_id, **(env_kwargs or {})).unwrapped, None)
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_layer=1,
+        n_embd=32,
+        n_head=2,
+        n_positions=1024,
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return GPT2LMHeadModel(config), tokenizer
+
+
 def load_baseline(name: str):
     """``baselines/<name>.py`` as a module (the baselines are scripts, not a package)."""
     module_name = f"baseline_{name}"

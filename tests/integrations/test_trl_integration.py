@@ -6,6 +6,7 @@ from pathlib import Path
 
 import gymnasium
 import pytest
+from conftest import tiny_causal_lm
 
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.integrations.trl import (
@@ -82,26 +83,6 @@ def test_misuse_is_named():
 # ---- GRPOTrainer itself (TRL is the optional trl extra) ---------------------------------------------
 
 
-def tiny_model(env_id, env_kwargs):
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    from lm_gym.core.registration import resolve_tokenizer
-
-    tokenizer = resolve_tokenizer(gymnasium.make(env_id, **env_kwargs).unwrapped, None)
-    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_layer=1,
-        n_embd=32,
-        n_head=2,
-        n_positions=1024,
-        bos_token_id=tokenizer.eos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    return GPT2LMHeadModel(config), tokenizer
-
-
 def trainer_config(tmp_path, **overrides):
     from trl import GRPOConfig
 
@@ -145,7 +126,7 @@ def quiet_trl(monkeypatch):
 def test_grpo_trainer_trains_on_a_single_turn_task(tmp_path):
     trl = pytest.importorskip("trl")
     env_id, kwargs = COMMONGEN
-    model, tokenizer = tiny_model(env_id, kwargs)
+    model, tokenizer = tiny_causal_lm(env_id, kwargs)
     recorder = Recorder(reward_function(env_id, **kwargs))
     trainer = trl.GRPOTrainer(
         model=model,
@@ -168,7 +149,7 @@ def test_grpo_trainer_trains_on_a_single_turn_task(tmp_path):
 def test_grpo_trainer_plays_whole_games_of_a_multi_turn_task(tmp_path, task):
     trl = pytest.importorskip("trl")
     env_id, kwargs = task
-    model, tokenizer = tiny_model(env_id, kwargs)
+    model, tokenizer = tiny_causal_lm(env_id, kwargs)
     recorder = Recorder(reward_function(env_id, **kwargs))
     rollout = rollout_function(env_id, num_prompts=8, max_new_tokens=8, **kwargs)
     rollouts = []

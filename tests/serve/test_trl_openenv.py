@@ -20,6 +20,7 @@ from pathlib import Path
 import gymnasium
 import pytest
 import torch
+from conftest import tiny_causal_lm
 
 pytest.importorskip("openenv")
 pytest.importorskip("trl")
@@ -125,27 +126,6 @@ WORDLE_KWARGS = {"unknown_word_penalty": 0.5}
 MAX_NEW_TOKENS = 2
 
 
-def tiny_model():
-    """A one-layer GPT-2 with Wordle's tokenizer (no model hub)."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    from lm_gym.core.registration import resolve_tokenizer
-
-    tokenizer = resolve_tokenizer(gymnasium.make("lm_gym/Wordle-v0").unwrapped, None)
-    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_layer=1,
-        n_embd=32,
-        n_head=2,
-        n_positions=1024,
-        bos_token_id=tokenizer.eos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    return GPT2LMHeadModel(config), tokenizer
-
-
 @pytest.fixture(autouse=True)
 def quiet_trl(monkeypatch):
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -157,7 +137,7 @@ def test_grpo_trainer_trains_through_openenv_on_a_served_wordle(start_server, tm
     from trl import GRPOConfig, GRPOTrainer
 
     url, _, _ = start_server("lm_gym/Wordle-v0", env_kwargs=WORDLE_KWARGS)
-    model, tokenizer = tiny_model()
+    model, tokenizer = tiny_causal_lm("lm_gym/Wordle-v0")
     rollout = OpenEnvRollout(url, max_turns=6, max_new_tokens=MAX_NEW_TOKENS)
     played, scored = [], []
 
