@@ -314,7 +314,9 @@ def speed_part(args: argparse.Namespace, deadline: float) -> dict:
         f"{who}-{algorithm}-beta{workload.KL_COEF:g}" for algorithm in ("grpo", "rloo") for who in ("lm-gym", "trl")
     ]
     order += ["lm-gym-nlpo"]
-    if args.tiny:  # one contender of each kind: the limit, lm-gym's, TRL's
+    if args.contenders:
+        order = args.contenders
+    elif args.tiny:  # one contender of each kind: the limit, lm-gym's, TRL's
         order = ["generate-limit", "lm-gym-ppo", "trl-ppo"]
         order += [f"{who}-grpo-beta{workload.KL_COEF:g}" for who in ("lm-gym", "trl")]
     skipped = {
@@ -545,6 +547,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=8.0, help="the whole check's wall time, the setup included")
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="the parts to run, in order")
     parser.add_argument("--iterations", type=int, help="speed: timed iterations per contender (default: 3; tiny: 1)")
+    parser.add_argument(
+        "--contenders", nargs="+", metavar="NAME", help="speed: these of run.py's contenders, in this order"
+    )
     parser.add_argument("--threads", type=int, default=4, help="speed: torch threads of every contender")
     parser.add_argument("--work-dir", type=Path, default=Path("runs/gpu_check"), help="the venvs, runs and logs")
     parser.add_argument("--results-dir", type=Path, default=HERE / "results", help="where the results file goes")

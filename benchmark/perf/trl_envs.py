@@ -271,7 +271,9 @@ def _create(directory: Path, version: str, wheels: str | Path | None) -> None:
         "print(json.dumps({'trl': trl.__version__, 'accelerate': accelerate.__version__, 'torch': torch.__version__, "
         "'transformers': transformers.__version__, "
         "'files': {n: os.path.realpath(str(m.distribution(n).locate_file('')))"
-        f" for n in {list(SHARED)!r}}}}}))"
+        f" for n in {[n for n in SHARED if n != 'lm-gym']!r}}} | "
+        # lm-gym may come from PYTHONPATH alone (the GPU check's checkout), without an install's metadata
+        "{'lm-gym': os.path.dirname(os.path.realpath(lm_gym.__file__))}}))"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     info = json.loads(
