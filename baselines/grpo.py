@@ -48,7 +48,7 @@ import tyro
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, Rule, at_least, check_args, within
 from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
-from lm_toolkit.optimization import anneal, optimizer_step
+from lm_toolkit.optimization import anneal, fused_adamw, optimizer_step
 from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, evaluator, play_round
 from lm_toolkit.runs import Run, setup
@@ -115,7 +115,7 @@ def main(args: Args) -> dict:
     reference = (
         frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None) if args.beta > 0 else None
     )
-    optimizer = torch.optim.AdamW(policy.parameters(), lr=args.learning_rate, eps=1e-5)
+    optimizer = fused_adamw(policy.parameters(), lr=args.learning_rate, eps=1e-5)
     if run.resuming:
         optimizer.load_state_dict(run.restore()["optimizer"])
     actor = TextPolicy(policy, tokenizer, lengths, args.temperature)

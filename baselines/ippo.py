@@ -69,7 +69,7 @@ from lm_toolkit import distributed
 from lm_toolkit.arguments import at_least, check_args, integer, is_number, one_of, within
 from lm_toolkit.models import check_positions, frozen_copy, load_policy, load_tokenizer
 from lm_toolkit.multiagent_rollouts import evaluate_games, play_games
-from lm_toolkit.optimization import anneal
+from lm_toolkit.optimization import anneal, fused_adamw
 from lm_toolkit.policy_gradient import TurnBatch
 from lm_toolkit.rollouts import TextPolicy, Turn
 from lm_toolkit.runs import Run, setup
@@ -238,7 +238,7 @@ def make_learners(args: Args, run: Run, owners, sources, model_config, tokenizer
             Learner(
                 actor=TextPolicy(policy, tokenizer, lengths, args.temperature, value_head),
                 reference=reference,
-                optimizer=torch.optim.AdamW(parameters, lr=args.learning_rate, eps=1e-5),
+                optimizer=fused_adamw(parameters, lr=args.learning_rate, eps=1e-5),
                 parameters=parameters,
                 kl_coef=args.kl_coef,
                 agents=owner,

@@ -56,7 +56,7 @@ from torch import nn
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, above, at_least, check_args, optional, within
 from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
-from lm_toolkit.optimization import anneal, optimizer_step
+from lm_toolkit.optimization import anneal, fused_adamw, optimizer_step
 from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, Turn, evaluator, play_round
 from lm_toolkit.runs import Run, setup
@@ -229,7 +229,7 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
     nn.init.zeros_(value_head.weight)
     nn.init.zeros_(value_head.bias)
     parameters = [*policy.parameters(), *value_head.parameters()]
-    optimizer = torch.optim.AdamW(parameters, lr=args.learning_rate, eps=1e-5)
+    optimizer = fused_adamw(parameters, lr=args.learning_rate, eps=1e-5)
     kl_coef = args.kl_coef
     if run.resuming:
         state = run.restore()

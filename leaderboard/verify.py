@@ -17,8 +17,8 @@ the harness, ``python -m benchmark run --suite <suite> --tasks ... --algos <algo
   folder aside; a suite that runs a job otherwise cannot verify the entry (``not verified``);
 * **the numbers**: every key of the re-run's ``final_eval`` against the entry's run of the same seed: equal
   within :data:`EXACT_TOLERANCE` (relative) where the runs are deterministic, on the same kind of device with
-  the same torch and lm-gym versions as the recipe states; otherwise within the entry's seed spread of that
-  key (the largest minus the smallest over its runs) plus that tolerance.
+  the same torch and lm-gym versions as the recipe states and the entry's lm-gym commit; otherwise within the
+  entry's seed spread of that key (the largest minus the smallest over its runs) plus that tolerance.
 
 The command prints ``ENTRY: verified (N seeds re-run: ...)``, ``ENTRY: refused: the re-run disagrees: ...``
 (each key named, with both numbers) or ``ENTRY: not verified: <reason>``; exit status 0 only when verified.
@@ -104,7 +104,7 @@ def verify_entry(
         return Verification(None, reason=f"the recipe names no suite task for {', '.join(missing)}")
     entry_seeds = sorted({run["seed"] for env_id in chosen for run in entry["tasks"][env_id]["runs"]})[: max(1, seeds)]
     recipe_jobs = {job["name"]: job["argv"] for job in recipe["jobs"]}
-    exact = _same_setup(recipe)
+    exact = _same_setup(recipe, entry.get("git_commit"))
     result = Verification(True, seeds=entry_seeds, tasks=chosen, exact=exact)
     with tempfile.TemporaryDirectory(prefix="lm-gym-verify-") as scratch:
         out_dir = Path(out) if out is not None else Path(scratch)
@@ -171,15 +171,18 @@ def _suite_name(suite_file: Path) -> str:
     return suite_file.stem
 
 
-def _same_setup(recipe: dict[str, Any]) -> bool:
-    """Whether this machine runs the recipe as its runs ran: the same kind of device and torch and lm-gym versions."""
-    from lm_gym.results import library_versions
+def _same_setup(recipe: dict[str, Any], commit: str | None) -> bool:
+    """Whether this machine runs the recipe as its runs ran: the same kind of device, torch and lm-gym
+    versions, and lm-gym commit (``commit``, the entry's; a change of the code between releases, a faster
+    optimizer say, moves the numbers by float rounding, which sampling can grow)."""
+    from lm_gym.results import git_commit, library_versions
 
     versions = library_versions()
     stated = recipe.get("versions", {})
     device = recipe.get("device", "")
     same_device = device.split(":")[0] == ("cuda" if _cuda() else "cpu")
-    return same_device and all(stated.get(key) == versions.get(key) for key in ("torch", "lm_gym"))
+    same_code = commit is not None and commit == git_commit()
+    return same_device and same_code and all(stated.get(key) == versions.get(key) for key in ("torch", "lm_gym"))
 
 
 def _cuda() -> bool:

@@ -260,9 +260,10 @@ def sample(
         if value_head is not None:
             values[:, t] = value_head(prefix.hidden.float()).squeeze(-1)
         ends = (token == eos_id) & ~finished
-        response_lengths[ends] = t + 1
+        response_lengths = torch.where(ends, t + 1, response_lengths)
         finished |= ends
-        if bool(finished.all()) or t == max_new - 1:
+        # no row can end before min_new_tokens (EOS is impossible there): no device sync until then
+        if t == max_new - 1 or (t + 1 >= lengths.min_new_tokens and bool(finished.all())):
             break
         prefix.extend(token[:, None])
         if hook is not None:

@@ -2,6 +2,7 @@
 prompts, value head, a logits hook), prompt encoding, task settings without building an env,
 argument checks, evaluation and the checkpoint round trip."""
 
+import copy
 import json
 
 import gymnasium
@@ -10,7 +11,7 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, T5Config, T5ForConditionalGeneration
 
-from lm_toolkit import arguments, rollouts, runs, sampling, tasks, tokens
+from lm_toolkit import arguments, optimization, rollouts, runs, sampling, tasks, tokens
 
 EOS, PAD = 49, 0
 LENGTHS = tasks.Lengths(max_prompt_length=8, max_new_tokens=6, min_new_tokens=2)
@@ -255,3 +256,25 @@ def test_a_checkpoint_restores_the_run_and_its_random_numbers(tmp_path):
         {"mean_return": 0.25},
     )
     assert resumed.counters["tokens"] == 10 and torch.equal(torch.rand(3), expected)
+
+
+def test_fused_adamw_makes_the_default_update_and_resumes_its_state():
+    """The baselines' AdamW takes PyTorch's fused kernel on CPU: the same parameters as AdamW's default
+    after a few steps (float rounding apart), and it continues from a default AdamW's saved state."""
+    plain_model, fused_model = tiny_causal(), tiny_causal()
+    plain = torch.optim.AdamW(plain_model.parameters(), lr=1e-2, eps=1e-5)
+    fused = optimization.fused_adamw(fused_model.parameters(), lr=1e-2, eps=1e-5)
+    assert fused.defaults["fused"] is True and not plain.defaults["fused"]
+    generator = torch.Generator().manual_seed(0)
+    for step in range(4):
+        if step == 2:  # a checkpoint of the default optimizer, resumed by the fused one
+            fused.load_state_dict(copy.deepcopy(plain.state_dict()))  # as from a file: no shared tensors
+            fused_model.load_state_dict(plain_model.state_dict())
+        for a, b in zip(plain_model.parameters(), fused_model.parameters(), strict=True):
+            a.grad = torch.randn(a.shape, generator=generator)
+            b.grad = a.grad.clone()
+        plain.step()
+        fused.step()
+    for a, b in zip(plain_model.parameters(), fused_model.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert not torch.equal(plain_model.transformer.wte.weight, tiny_causal().transformer.wte.weight)  # it trained
