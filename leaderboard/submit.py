@@ -67,6 +67,7 @@ from leaderboard.entry import (
     validate_entry,
     write_entry,
 )
+from leaderboard.replay import EVAL_SEED
 from leaderboard.texts import sample_text
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
@@ -394,8 +395,8 @@ def _check_seeds(by_task: dict[str, list[Run]], partial: bool = False) -> None:
 
 
 def _check_evaluations(by_task: dict[str, list[Run]], board: Board) -> None:
-    """Every run evaluated its final policy on the metrics the board scores, over the board's number of
-    episodes (named by file, unlike the entry's check)."""
+    """Every run evaluated its final policy on the metrics the board scores, over the board's episodes (its
+    number of them, from ``--eval-seed`` 0; named by file, unlike the entry's check)."""
     for env_id, runs in by_task.items():
         split = task_metrics(board.name).get(env_id)
         required = (*split.task, *split.naturalness) if split else ()
@@ -410,6 +411,12 @@ def _check_evaluations(by_task: dict[str, list[Run]], board: Board) -> None:
                 )
             if missing:
                 raise SubmitError(f"{path}: final_eval lacks {', '.join(missing)}, which the board scores {env_id} on")
+            eval_seed = result["config"].get("eval_seed", EVAL_SEED)
+            if eval_seed != EVAL_SEED:
+                raise SubmitError(
+                    f"{path}: the final evaluation played the episodes of --eval-seed {eval_seed}; every board scores "
+                    f"the same episodes, those of --eval-seed {EVAL_SEED} (episode j reset with seed {EVAL_SEED} + j)"
+                )
             if result["final_eval"]["num_episodes"] != board.eval_episodes:
                 raise SubmitError(
                     f"{path}: the final evaluation played {result['final_eval']['num_episodes']} episodes; "

@@ -779,6 +779,15 @@ def test_submit_refuses_evaluations_of_another_size_than_the_boards(tmp_path, ca
     )
 
 
+def test_submit_refuses_evaluations_of_other_episodes_than_the_boards(tmp_path, capsys):
+    root = write_runs(tmp_path / "offline")
+    for seed in (0, 1, 2):  # the seeds of a task share one config: all of them evaluated on other episodes
+        edit_result(root / "ppo" / "IMDB-v0" / f"seed{seed}" / "result.json", lambda r: r["config"].update(eval_seed=7))
+    message = submit_error(capsys, [root])
+    assert "the final evaluation played the episodes of --eval-seed 7; every board scores the same episodes" in message
+    assert "IMDB-v0" in message
+
+
 def test_submit_refuses_seeds_that_differ_or_repeat(tmp_path, capsys):
     root = write_runs(write_runs(tmp_path / "offline", tasks=OFFLINE[1:]), tasks=OFFLINE[:1], seeds=(0, 1, 3))
     assert "the tasks have different seeds (lm_gym/IMDB-v0: [0, 1, 3]" in submit_error(capsys, [root])
