@@ -45,6 +45,7 @@ from leaderboard.boards import add_boards_argument, boards, load_boards_files
 from leaderboard.entry import EntryError, _field_path, canonical_json, check_entry_file, entry_file_name
 from leaderboard.submit import CHECKOUT, HARNESS_JOB_FILE, _recipe_argument
 from lm_gym.core.errors import LMGymError
+from lm_gym.results import git_commit, library_versions
 
 EXACT_TOLERANCE = 1e-6  #: relative difference allowed between a deterministic re-run and the entry
 SUITES_DIR = CHECKOUT / "benchmark" / "suites"
@@ -104,7 +105,8 @@ def verify_entry(
         return Verification(None, reason=f"the recipe names no suite task for {', '.join(missing)}")
     entry_seeds = sorted({run["seed"] for env_id in chosen for run in entry["tasks"][env_id]["runs"]})[: max(1, seeds)]
     recipe_jobs = {job["name"]: job["argv"] for job in recipe["jobs"]}
-    exact = _same_setup(recipe, entry.get("git_commit"))
+    here = git_commit(CHECKOUT)  # the code the jobs re-run with
+    exact = _same_setup(recipe, same_code=entry["git_commit"] is not None and entry["git_commit"] == here)
     result = Verification(True, seeds=entry_seeds, tasks=chosen, exact=exact)
     with tempfile.TemporaryDirectory(prefix="lm-gym-verify-") as scratch:
         out_dir = Path(out) if out is not None else Path(scratch)
@@ -147,16 +149,12 @@ def verify_entry(
                 rerun = json.loads((run_dir / "result.json").read_text())["final_eval"] or {}
                 result.problems += _disagreements(entry, env_id, index, stated["final_eval"], rerun, exact)
     result.agrees = not result.problems
-    if result.problems:
-        from lm_gym.results import git_commit
-
-        here = git_commit(CHECKOUT)
-        if entry["git_commit"] and here != entry["git_commit"]:  # context for the reader, not an excuse
-            result.problems.insert(
-                0,
-                f"(the entry's runs came from lm-gym {entry['git_commit']}, this checkout is {here}: "
-                "a change of the code since also makes a re-run differ)",
-            )
+    if result.problems and entry["git_commit"] and here != entry["git_commit"]:  # context, not an excuse
+        result.problems.insert(
+            0,
+            f"(the entry's runs came from lm-gym {entry['git_commit']}, this checkout is {here}: "
+            "a change of the code since also makes a re-run differ)",
+        )
     return result
 
 
@@ -171,17 +169,14 @@ def _suite_name(suite_file: Path) -> str:
     return suite_file.stem
 
 
-def _same_setup(recipe: dict[str, Any], commit: str | None) -> bool:
+def _same_setup(recipe: dict[str, Any], same_code: bool) -> bool:
     """Whether this machine runs the recipe as its runs ran: the same kind of device, torch and lm-gym
-    versions, and lm-gym commit (``commit``, the entry's; a change of the code between releases, a faster
-    optimizer say, moves the numbers by float rounding, which sampling can grow)."""
-    from lm_gym.results import git_commit, library_versions
-
+    versions, and (``same_code``) the entry's lm-gym commit: a change of the code between releases, a
+    faster optimizer say, moves the numbers by float rounding, which sampling can grow."""
     versions = library_versions()
     stated = recipe.get("versions", {})
     device = recipe.get("device", "")
     same_device = device.split(":")[0] == ("cuda" if _cuda() else "cpu")
-    same_code = commit is not None and commit == git_commit()
     return same_device and same_code and all(stated.get(key) == versions.get(key) for key in ("torch", "lm_gym"))
 
 
