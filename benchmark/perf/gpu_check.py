@@ -342,9 +342,7 @@ def speed_part(args: argparse.Namespace, deadline: float) -> dict:
         print(f"[gpu_check] speed: {name} {'done' if name in runs else 'failed'}", file=sys.stderr)
     # the raw timings beside the medians: on a GPU, iterations of under a second vary between machines
     summary = {
-        name: run.summarize([result])
-        | {key: result[key] for key in ("iteration_seconds", "rollout_seconds")}
-        | {"process_seconds": process_seconds[name]}
+        name: run.summarize([result]) | {key: result[key] for key in ("iteration_seconds", "rollout_seconds")}
         for name, result in runs.items()
     }
     ratios = run.speed_ratios(summary, betas)
