@@ -41,7 +41,7 @@ class GrowingLayer(DynamicLayer):
             self.lazy_initialization(key_states, value_states)
         length, new = self.get_seq_length(), key_states.shape[-2]
         keys = self.buffers[0] if self.buffers is not None else None
-        # a new buffer when there is none, it is full, or the cache was replaced (batch_select_indices)
+        # a new buffer when there is none, it is full, or the cache was replaced (select_rows)
         if (
             keys is None
             or keys.shape[-2] < length + new
@@ -67,6 +67,17 @@ class GrowingCache(DynamicCache):
     def __init__(self):
         super().__init__()
         self.layer_class_to_replicate = GrowingLayer
+
+
+def select_rows(cache, index: torch.Tensor) -> None:
+    """Make ``cache`` hold rows ``index`` of itself (a shared query's rows repeated). Key/value layers use
+    ``index_select``: ``batch_select_indices`` indexes with ``tensor[index]``, whose backward (an accumulating
+    ``index_put``) took 2% of a GRPO iteration of the standard workload on CPU, against ``index_add``'s."""
+    for layer in cache.layers:
+        if type(layer).batch_select_indices is DynamicLayer.batch_select_indices and layer.get_seq_length() > 0:
+            layer.keys, layer.values = layer.keys.index_select(0, index), layer.values.index_select(0, index)
+        else:
+            layer.batch_select_indices(index)
 
 
 @functools.cache
@@ -124,7 +135,7 @@ class Prefix:
         )
         self.cache = getattr(out, self.cache_name)
         if len(distinct) < len(rows):
-            self.cache.batch_select_indices(index)
+            select_rows(self.cache, index)
         self.mask, self.next_position = mask[index], mask.sum(1)[index]
         logits = getattr(out, "logits", None)  # a bare transformer (ILQL's value trunk) has hidden states only
         self.logits = logits[index, -1] if logits is not None else None
