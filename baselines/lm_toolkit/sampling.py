@@ -2,10 +2,12 @@
 
 * :class:`Prefix` runs a batch of queries through a causal or seq2seq model once and extends it
   with its KV cache. Each distinct query is run once; rows sharing a query (a GRPO group's
-  prompt) share its cache rows, and gradients of all of them reach the one computation.
+  prompt) share its cache rows, and gradients of all of them reach the one computation. While
+  sampling, a query shared by a group of consecutive rows keeps its keys and values once
+  (:class:`SharedQueryLayer`), and attention reads them once per group, not once per row.
 * :func:`sample` is a short loop over :class:`Prefix` (not ``generate``) that draws each token
-  by inverse-CDF sampling and keeps each token's log-prob and, with a value head, its value,
-  so no forward pass recomputes them. A :class:`LogitsHook` may change the next-token logits
+  by inverse-CDF sampling (:func:`next_tokens`) and keeps each token's log-prob and, with a
+  value head, its value, so no forward pass recomputes them. A :class:`LogitsHook` may change the next-token logits
   at every step (NLPO's top-p mask, ILQL's Q-value perturbation) with models of its own.
 * :func:`response_log_probs` gives per-token log-probs (entropies, values) of right-padded
   responses under the same distribution as :func:`sample` (temperature, EOS impossible before
@@ -21,7 +23,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 import torch
+from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.cache_utils import DynamicCache, DynamicLayer
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import sdpa_mask
 from transformers.modeling_outputs import BaseModelOutput
 
 from lm_toolkit.models import takes_logits_to_keep
@@ -69,6 +74,89 @@ class GrowingCache(DynamicCache):
         self.layer_class_to_replicate = GrowingLayer
 
 
+class SharedQueryLayer(DynamicLayer):
+    """A sampling KV-cache layer of rows whose queries come in equal groups of consecutive rows (a GRPO
+    group's prompt): each query's keys and values are kept once, the sampled tokens' per row (in a
+    :class:`GrowingLayer`). :func:`shared_query_attention` reads a query's keys once per group, not once
+    per row: on CPU a decode step's attention is bound by reading the cache from memory, and a 64-token
+    prompt shared by 4 rows is most of it. The rows' sampled tokens are never padding (as :func:`sample`
+    feeds them)."""
+
+    def __init__(self, layer: DynamicLayer, group_size: int, query_mask: torch.Tensor):
+        super().__init__()
+        self.query_keys, self.query_values = layer.keys, layer.values  # (queries, kv heads, query length, head dim)
+        self.group_size, self.query_mask = group_size, query_mask.bool()  # (queries, query length)
+        self.sampled = GrowingLayer()
+        self.device, self.is_initialized = layer.keys.device, True
+
+    def get_seq_length(self) -> int:
+        return self.query_keys.shape[-2] + self.sampled.get_seq_length()
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        keys, values = self.sampled.update(key_states, value_states)
+        keys.shared_query = self  # what shared_query_attention reads beside these rows' own keys
+        return keys, values
+
+    def attend(self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, scaling: float) -> torch.Tensor:
+        """Attention of ``query`` (rows, heads, new tokens, head dim) to each row's query and its sampled tokens
+        (``keys``/``values``, the last of them the new ones), as HF's attention functions return it:
+        (rows, new tokens, heads, head dim)."""
+        rows, heads, new, dim = query.shape
+        queries, kv_heads, query_length, _ = self.query_keys.shape
+        group, per_kv = self.group_size, heads // kv_heads  # query heads that share a key/value head
+        # a group's rows, a kv head's query heads and the new tokens as one batch of queries of that group
+        grouped = query.reshape(queries, group, kv_heads, per_kv * new, dim).transpose(1, 2)
+        grouped = grouped.reshape(queries, kv_heads, group * per_kv * new, dim)
+        to_query = (grouped @ self.query_keys.transpose(-1, -2)) * scaling
+        to_query = to_query.masked_fill(~self.query_mask[:, None, None, :], float("-inf"))
+        to_query = to_query.view(queries, kv_heads, group, per_kv * new, query_length).transpose(1, 2)
+        to_query = to_query.reshape(rows, kv_heads, per_kv * new, query_length)
+        own = query.reshape(rows, kv_heads, per_kv * new, dim)
+        to_sampled = (own @ keys.transpose(-1, -2)) * scaling  # (rows, kv heads, per_kv * new, sampled)
+        if new > 1:  # a new token sees the sampled tokens up to itself
+            sampled = keys.shape[-2]
+            seen = (
+                torch.arange(sampled, device=query.device)
+                <= torch.arange(sampled - new, sampled, device=query.device)[:, None]
+            )
+            to_sampled = to_sampled.masked_fill(~seen.repeat(per_kv, 1), float("-inf"))
+        weights = torch.cat([to_query, to_sampled], -1).softmax(-1, dtype=torch.float32).to(query.dtype)
+        from_query = weights[..., :query_length].reshape(queries, group, kv_heads, per_kv * new, query_length)
+        from_query = from_query.transpose(1, 2).reshape(queries, kv_heads, group * per_kv * new, query_length)
+        from_query = (from_query @ self.query_values).view(queries, kv_heads, group, per_kv * new, dim)
+        out = from_query.transpose(1, 2).reshape(rows, kv_heads, per_kv * new, dim)
+        out = out + weights[..., query_length:] @ values
+        return out.view(rows, heads, new, dim).transpose(1, 2)
+
+
+SHARED_QUERY_ATTENTION = "lm_gym_shared_query_sdpa"
+#: Model types whose attention is plain scaled dot-product attention over the cached keys (no ALiBi, sliding
+#: window or soft-capping), so that shared_query_attention computes what their SDPA attention does.
+PLAIN_ATTENTION_MODELS = frozenset({"gpt2", "llama", "qwen2", "qwen3", "mistral"})
+
+
+def shared_query_attention(module, query, key, value, attention_mask, scaling=None, **kwargs):
+    """HF's SDPA attention, except for keys of a :class:`SharedQueryLayer`, which it attends to itself."""
+    layer = getattr(key, "shared_query", None)
+    if layer is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
+    return layer.attend(query, key, value, scaling if scaling is not None else query.shape[-1] ** -0.5), None
+
+
+AttentionInterface.register(SHARED_QUERY_ATTENTION, shared_query_attention)
+AttentionMaskInterface.register(SHARED_QUERY_ATTENTION, sdpa_mask)
+
+
+def shares_queries(model) -> bool:
+    """Whether sampling with ``model`` may keep a shared query's cache once (:class:`SharedQueryLayer`)."""
+    config = model.config
+    return (
+        config.model_type in PLAIN_ATTENTION_MODELS
+        and config._attn_implementation == "sdpa"
+        and getattr(config, "sliding_window", None) is None
+    )
+
+
 def select_rows(cache, index: torch.Tensor) -> None:
     """Make ``cache`` hold rows ``index`` of itself (a shared query's rows repeated). Key/value layers use
     ``index_select``: ``batch_select_indices`` indexes with ``tensor[index]``, whose backward (an accumulating
@@ -95,13 +183,21 @@ class Prefix:
     row (a causal transformer without an LM head gives ``hidden`` only). Causal models read
     left-padded queries with explicit positions; seq2seq models encode right-padded queries and
     start the decoder from ``decoder_start_token_id``. ``growing``: a causal model's cache is a
-    :class:`GrowingCache` (sampling, without gradients).
+    :class:`GrowingCache` (sampling, without gradients); ``share_queries`` too: queries shared by
+    equal groups of consecutive rows are kept once (:class:`SharedQueryLayer`; models of
+    ``PLAIN_ATTENTION_MODELS`` with SDPA), and :meth:`extend` then takes no ``token_mask``.
     """
 
     def __init__(
-        self, model, queries: Sequence[Sequence[int]], pad_id: int, with_hidden: bool = False, growing: bool = False
+        self,
+        model,
+        queries: Sequence[Sequence[int]],
+        pad_id: int,
+        with_hidden: bool = False,
+        growing: bool = False,
+        share_queries: bool = False,
     ):
-        self.model, self.with_hidden = model, with_hidden
+        self.model, self.with_hidden, self.shared = model, with_hidden, False
         self.cache_name = cache_argument(type(model))
         self.is_seq2seq = bool(model.config.is_encoder_decoder)
         device = model.device
@@ -134,7 +230,12 @@ class Prefix:
             **cache,
         )
         self.cache = getattr(out, self.cache_name)
-        if len(distinct) < len(rows):
+        group = len(rows) // len(distinct)
+        if growing and share_queries and group > 1 and rows == [i // group for i in range(len(rows))]:
+            if shares_queries(model):
+                self.cache.layers = [SharedQueryLayer(layer, group, mask) for layer in self.cache.layers]
+                self.shared = True
+        if len(distinct) < len(rows) and not self.shared:
             select_rows(self.cache, index)
         self.mask, self.next_position = mask[index], mask.sum(1)[index]
         logits = getattr(out, "logits", None)  # a bare transformer (ILQL's value trunk) has hidden states only
@@ -155,16 +256,24 @@ class Prefix:
             )
             hidden = out.decoder_hidden_states[-1] if self.with_hidden else None
         else:
+            if self.shared and token_mask is not None:
+                raise ValueError("a Prefix with share_queries=True extends without padding: token_mask must be None")
             self.mask = torch.cat([self.mask, torch.ones_like(tokens) if token_mask is None else token_mask], 1)
             positions = self.next_position[:, None] + torch.arange(tokens.shape[1], device=tokens.device)
-            out = self.model(
-                input_ids=tokens,
-                **{self.cache_name: self.cache},
-                attention_mask=self.mask,
-                position_ids=positions,
-                use_cache=True,
-                output_hidden_states=self.with_hidden,
-            )
+            config, attention = self.model.config, self.model.config._attn_implementation
+            if self.shared:  # for this pass only: the model's own attention elsewhere
+                config._attn_implementation = SHARED_QUERY_ATTENTION
+            try:
+                out = self.model(
+                    input_ids=tokens,
+                    **{self.cache_name: self.cache},
+                    attention_mask=self.mask,
+                    position_ids=positions,
+                    use_cache=True,
+                    output_hidden_states=self.with_hidden,
+                )
+            finally:
+                config._attn_implementation = attention
             self.next_position = self.next_position + tokens.shape[1]
             hidden = out.hidden_states[-1] if self.with_hidden else None
         self.cache = getattr(out, self.cache_name)
@@ -194,16 +303,42 @@ def log_probs_of(
     return torch.log_softmax(logits, dim=-1)
 
 
-def draw(log_probs: torch.Tensor, uniforms: torch.Tensor | None = None) -> torch.Tensor:
-    """One token per row from its log-probs, by inverse-CDF sampling: one uniform number per row
-    (``uniforms``, shape (B,), else fresh from torch's generator) against the cumulative probabilities
-    (``torch.multinomial`` takes about 50 times longer on CPU)."""
-    cdf = log_probs.exp().cumsum(-1)
-    u = torch.rand_like(cdf[:, -1]) if uniforms is None else uniforms.to(cdf.device, cdf.dtype)
-    tokens = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True).squeeze(-1)
-    return torch.where(
-        tokens < cdf.shape[-1], tokens, log_probs.argmax(-1)
-    )  # u * total rounded up to the total: p ~ 1e-7
+def next_tokens(
+    logits: torch.Tensor,
+    temperature: float,
+    eos_id: int,
+    min_new_tokens: int,
+    position: int,
+    greedy: bool = False,
+    uniforms: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One token per row of ``logits`` (B, V) at response position ``position``, and its log-prob, under the
+    distribution of :func:`log_probs_of`: drawn by inverse-CDF sampling, one uniform number per row
+    (``uniforms``, shape (B,), else fresh from torch's generator), or (``greedy``) the most likely.
+
+    Three passes over the vocabulary (maximum, exponentials, their running sum), where a log-softmax, its
+    exponentials, their running sum and a fallback argmax took five times longer on CPU for the standard
+    workload's 64 x 4,000 logits (``torch.multinomial`` about 50 times longer)."""
+    logits = logits.float()
+    blocked = position < min_new_tokens  # EOS impossible before min_new_tokens
+    if temperature != 1.0:
+        logits = logits / temperature
+    elif blocked:
+        logits = logits.clone()  # not the caller's tensor
+    if blocked:
+        logits[:, eos_id] = float("-inf")
+    top = logits.amax(-1, keepdim=True)
+    cdf = (logits - top).exp_().cumsum_(-1)
+    total = cdf[:, -1:]
+    if greedy:
+        tokens = logits.argmax(-1)
+    else:
+        u = torch.rand_like(total) if uniforms is None else uniforms.to(cdf.device, cdf.dtype)[:, None]
+        # kept below the total (u * total may round up to it): the first token past it has a probability above 0
+        below = torch.minimum(u * total, total.nextafter(torch.zeros_like(total)))
+        tokens = torch.searchsorted(cdf, below, right=True).squeeze(-1)
+    log_probs = logits.gather(-1, tokens[:, None]).squeeze(-1) - top.squeeze(-1) - total.squeeze(-1).log()
+    return tokens, log_probs
 
 
 class LogitsHook(Protocol):
@@ -247,11 +382,14 @@ def sample(
     value_head=None,
     hook: LogitsHook | None = None,
     uniforms: torch.Tensor | None = None,
+    share_queries: bool = True,
 ) -> Samples:
     """Responses to ``queries`` sampled (or, ``greedy``, decoded) with the KV cache; ``uniforms``
-    (B, max_new_tokens) are the random numbers of the draws, row by row (default: torch's generator)."""
+    (B, max_new_tokens) are the random numbers of the draws, row by row (default: torch's generator).
+    ``share_queries``: a query shared by a group of consecutive rows is kept and read once (``False``: once
+    per row, the plain computation, for checks)."""
     needs_hidden = value_head is not None or (hook is not None and hook.needs_hidden)
-    prefix = Prefix(model, queries, pad_id, needs_hidden, growing=True)
+    prefix = Prefix(model, queries, pad_id, needs_hidden, growing=True, share_queries=share_queries)
     if hook is not None:
         hook.start(queries)
     batch, max_new = len(queries), lengths.max_new_tokens
@@ -264,10 +402,10 @@ def sample(
     response_lengths = torch.full((batch,), max_new, device=device)
     for t in range(max_new):
         logits = prefix.logits if hook is None else hook(t, prefix.logits, prefix.hidden)
-        step_log_probs = log_probs_of(logits[:, None], temperature, eos_id, lengths.min_new_tokens, t)[:, 0]
         u = None if uniforms is None else uniforms[:, t]
-        token = (step_log_probs.argmax(-1) if greedy else draw(step_log_probs, u)).masked_fill(finished, pad_id)
-        tokens[:, t], log_probs[:, t] = token, step_log_probs.gather(-1, token[:, None]).squeeze(-1)
+        token, token_log_prob = next_tokens(logits, temperature, eos_id, lengths.min_new_tokens, t, greedy, u)
+        token = token.masked_fill(finished, pad_id)
+        tokens[:, t], log_probs[:, t] = token, token_log_prob
         if value_head is not None:
             values[:, t] = value_head(prefix.hidden.float()).squeeze(-1)
         ends = (token == eos_id) & ~finished

@@ -9,7 +9,14 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel, T5Config, T5ForConditionalGeneration
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    T5Config,
+    T5ForConditionalGeneration,
+)
 
 from lm_toolkit import arguments, optimization, rollouts, runs, sampling, tasks, tokens
 
@@ -106,6 +113,93 @@ def test_greedy_decoding_is_the_same_batched_or_alone():
     assert together == [
         policy.sample([q], greedy=True).responses[0] for q in queries
     ]  # left padding and positions are right
+
+
+def tiny_llama():  # grouped-query attention: 4 query heads share 2 key/value heads
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=50,
+        num_hidden_layers=2,
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        bos_token_id=EOS,
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+@pytest.mark.parametrize("make_model", [tiny_causal, tiny_llama])
+def test_a_query_shared_by_a_group_is_kept_once_and_samples_what_one_copy_per_row_does(make_model):
+    model, value_head = make_model(), torch.nn.Linear(32, 1)
+    queries = [q for q in ([5, 6, 7, 8, 9], [10, 11], [12, 13, 14]) for _ in range(3)]  # padded, groups of 3
+    prefix = sampling.Prefix(model, queries, PAD, growing=True, share_queries=True)
+    assert prefix.shared and all(isinstance(layer, sampling.SharedQueryLayer) for layer in prefix.cache.layers)
+    assert prefix.cache.layers[0].query_keys.shape[0] == 3  # one copy of each query's keys
+
+    uniforms = torch.rand(len(queries), LENGTHS.max_new_tokens)
+    runs_ = [
+        sampling.sample(
+            model,
+            queries,
+            LENGTHS,
+            eos_id=EOS,
+            pad_id=PAD,
+            temperature=0.9,
+            value_head=value_head,
+            uniforms=uniforms,
+            share_queries=share,
+        )
+        for share in (True, False)
+    ]
+    assert runs_[0].responses == runs_[1].responses
+    for kept, plain in zip(runs_[0].log_probs + runs_[0].values, runs_[1].log_probs + runs_[1].values, strict=True):
+        np.testing.assert_allclose(kept, plain, atol=1e-5)
+    assert model.config._attn_implementation == "sdpa"  # the model's own attention outside sampling
+
+    # several new tokens at once see the sampled tokens up to themselves, as the plain cache's attention does
+    new = torch.randint(1, 40, (len(queries), 3))
+    plain = sampling.Prefix(model, queries, PAD, growing=True)
+    assert not plain.shared
+    with torch.no_grad():
+        for step in (new[:, :1], new[:, 1:]):
+            torch.testing.assert_close(prefix.extend(step)[0], plain.extend(step)[0], atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="token_mask"):
+        prefix.extend(new[:, :1], torch.ones_like(new[:, :1]))
+
+
+def test_rows_not_in_equal_consecutive_groups_keep_a_copy_each():
+    model = tiny_causal()
+    for queries in ([[5, 6], [7, 8], [5, 6], [7, 8]], [[5, 6], [5, 6], [7, 8]]):
+        assert not sampling.Prefix(model, queries, PAD, growing=True, share_queries=True).shared
+
+
+def test_next_tokens_draws_the_inverse_cdf_of_the_sampling_distribution():
+    torch.manual_seed(0)
+    logits = torch.randn(6, 50) * 3
+    logits[:, 30:] = float("-inf")  # tokens a hook masked: never drawn, even by u at the very ends
+    before = logits.clone()
+    uniforms = torch.tensor([0.0, 0.1, 0.5, 0.9, 0.999, 1.0 - 2**-30])
+    tokens_, log_probs = sampling.next_tokens(logits, 0.7, EOS, min_new_tokens=2, position=1, uniforms=uniforms)
+    assert torch.equal(logits, before)  # the caller's logits are left alone
+
+    expected_log_probs = sampling.log_probs_of(logits[:, None], 0.7, EOS, 2, 1)[:, 0].double()
+    cdf = expected_log_probs.exp().cumsum(-1)
+    expected = torch.searchsorted(cdf, (uniforms.double() * cdf[:, -1])[:, None], right=True).squeeze(-1)
+    assert torch.equal(tokens_, expected.clamp(max=29)) and int(tokens_.max()) < 30
+    torch.testing.assert_close(
+        log_probs.double(), expected_log_probs.gather(-1, tokens_[:, None])[:, 0], atol=1e-5, rtol=0
+    )
+
+    greedy, greedy_log_probs = sampling.next_tokens(logits, 1.0, 5, 2, 1, greedy=True)
+    assert torch.equal(greedy, logits.argmax(-1)) and (greedy_log_probs <= 0).all()
+    favoured = logits.clone()
+    favoured[:, EOS] = 100.0
+    assert not (sampling.next_tokens(favoured, 1.0, EOS, 2, 1, uniforms=uniforms)[0] == EOS).any()  # blocked
+    assert (sampling.next_tokens(favoured[1:], 1.0, EOS, 2, 2, uniforms=uniforms[1:])[0] == EOS).all()  # allowed
 
 
 class OnlyToken:
