@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from lm_gym.results import summarize_episodes
+from lm_gym.results import episode_samples, summarize_episodes
 from lm_toolkit.rollouts import TextPolicy, Turn, episode_uniforms, numeric_metrics
 
 MAX_LOOP_CYCLES = 10_000  # a guard on the loop only: every game ends by its env's max_cycles long before
@@ -33,11 +33,13 @@ class RewardShaping(Protocol):
 
 class PlayedGames(NamedTuple):
     """One game per env copy: each agent's turns (a turn's ``env`` is its chain: copy x agent), per copy each
-    agent's return (the env's rewards) and the copy's metrics (``utterances``: the game's length)."""
+    agent's return (the env's rewards), the copy's metrics (``utterances``: the game's length) and its text
+    (``{"prompt": the first speaker's first observation, "utterance": the game's lines, "agent: text"}``)."""
 
     turns: dict[str, list[Turn]]
     returns: np.ndarray
     finals: list[dict[str, float]]
+    texts: list[dict[str, str]]
 
 
 def prompt_of(agent: str, observation: str, shared_policy: bool) -> str:
@@ -60,6 +62,8 @@ class GamesInPlay:
         self.returns = np.zeros((len(envs), len(self.agents)))
         self.finals: list[dict[str, float]] = [{} for _ in envs]
         self.reported: list[list[dict[str, float]]] = [[] for _ in envs]  # per copy, the steps' numeric metrics
+        self.openings = [self.observations[i][self.active_agent(i)]["text"] for i in range(len(envs))]
+        self.lines: list[list[str]] = [[] for _ in envs]  # per copy, "agent: utterance" as said
         self.live = [True] * len(envs)
 
     def active_agent(self, i: int) -> str:
@@ -103,6 +107,7 @@ class GamesInPlay:
         """Copy ``i``'s active agent says ``utterance``: every agent's reward goes to its latest turn."""
         agent = self.active_agent(i)
         limit = self.envs[i].action_space(agent).max_length
+        self.lines[i].append(f"{agent}: {utterance[:limit]}")
         self.observations[i], rewards, terminations, truncations, self.infos[i] = self.envs[i].step(
             {agent: utterance[:limit]}
         )
@@ -160,7 +165,8 @@ def play_games(
                 utterances |= games.sample(policies[agent], agent, rows, cycle, first_env, shared_policy)
         for i, utterance in utterances.items():
             games.step(i, utterance)
-    return PlayedGames(games.turns, games.returns, games.finals)
+    texts = [{"prompt": opening, "utterance": "\n".join(lines)} for opening, lines in zip(games.openings, games.lines)]
+    return PlayedGames(games.turns, games.returns, games.finals, texts)
 
 
 def evaluate_games(
@@ -173,10 +179,11 @@ def evaluate_games(
 ) -> tuple[dict[str, Any] | None, list]:
     """``num_games`` validation games (game j reset with seed ``seed + j``, sampled with the random numbers of row j):
     ``mean_return`` is the mean over games of the agents' mean return, with each agent's return, the mean reward of an
-    utterance and the env's metrics. Returns the evaluation and no sample episodes; ``(None, [])`` without games."""
+    utterance and the env's metrics. Returns the evaluation and its first games' texts (``lm_gym.results``'
+    ``samples``: the first speaker's first observation, then the game's lines); ``(None, [])`` without games."""
     if num_games == 0:
         return None, []
-    returns, metrics = [], []
+    returns, metrics, texts = [], [], []
     agents = envs[0].possible_agents
     for first in range(0, num_games, len(envs)):
         count = min(len(envs), num_games - first)  # copies beyond this play seeds that are not needed
@@ -187,4 +194,5 @@ def evaluate_games(
             utterance_reward = played.returns[j].sum() / max(1, played.finals[j]["utterances"])
             returns.append(float(played.returns[j].mean()))
             metrics.append({**per_agent, **played.finals[j], "utterance_reward": utterance_reward})
-    return summarize_episodes(returns, metrics), []
+            texts.append(played.texts[j])
+    return summarize_episodes(returns, metrics), episode_samples(texts, returns)

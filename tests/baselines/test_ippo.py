@@ -113,6 +113,9 @@ def test_ippo_trains_every_learning_agent(env_id, options, tmp_path):
         assert math.isfinite(row["mean_return"])
     assert {f"mean_{agent}_return" for agent in AGENTS[env_id]} <= set(result["final_eval"])
     assert "mean_utterance_reward" in result["final_eval"] and result["final_eval"]["num_episodes"] == 4
+    assert len(result["samples"]) == 4  # the games' texts: the opening, then who said what
+    for sample in result["samples"]:
+        assert sample["prompt"] and sample["generation"].split(": ", 1)[0] in AGENTS[env_id]
     if options.get("scripted"):
         assert result["algorithm"] == "ippo-scripted-answerer"
     root = AutoTokenizer.from_pretrained(tmp_path / "checkpoint").get_vocab()
@@ -131,20 +134,23 @@ def test_a_games_metrics_are_the_mean_over_the_utterances_the_env_scores():
         "speaker_0": [ippo.scripted_speaker(env, "speaker_0") for env in envs],
         "speaker_1": [lambda observation: "okay , thank you ."] * 2,
     }
-    _, returns, finals = play_games(envs, {}, speakers, seeds=[0, 1], first_env=0, shared_policy=False)
-    env, meteors, done = dailydialog_v0.parallel_env(source="synthetic"), [], False
-    _, infos = env.reset(seed=1)
+    _, returns, finals, texts = play_games(envs, {}, speakers, seeds=[0, 1], first_env=0, shared_policy=False)
+    env, meteors, lines, done = dailydialog_v0.parallel_env(source="synthetic"), [], [], False
+    observations, infos = env.reset(seed=1)
+    opening = observations[infos[env.agents[0]]["active_agent"]]["text"]
     while not done:  # game 1 again, by hand
         agent = infos[env.agents[0]]["active_agent"]
         utterance = env.current_reference() if agent == "speaker_0" else "okay , thank you ."
         _, _, terminations, truncations, infos = env.step({agent: utterance})
         meteors.append(infos[agent]["metrics"]["meteor"])
+        lines.append(f"{agent}: {utterance}")
         done = any(terminations.values()) or any(truncations.values())
     assert finals[1]["utterances"] == len(meteors) and max(meteors) - min(meteors) > 0.3
+    assert texts[1] == {"prompt": opening, "utterance": "\n".join(lines)}
     assert finals[1]["meteor"] == pytest.approx(sum(meteors) / len(meteors))  # every utterance, not the last
     pair = [visdial_v0.parallel_env() for _ in range(2)]
     scripted = {"questioner": [InformativeQuestioner()] * 2, "answerer": [SceneTextAnswerer()] * 2}
-    _, returns, finals = play_games(pair, {}, scripted, seeds=[0, 1], first_env=0, shared_policy=False)
+    _, returns, finals, _ = play_games(pair, {}, scripted, seeds=[0, 1], first_env=0, shared_policy=False)
     assert [final["return"] for final in finals] == pytest.approx(list(returns[:, 0]))  # VisDial scores the game once
 
 
@@ -208,7 +214,7 @@ def test_shaping_adds_the_info_changes_to_the_learners_turns_only(tmp_path):
             ippo.Shaping("percentile", 2.0, 0.0, 1.0, "log-gap"),
         )
     }
-    (plain, plain_returns, finals), (shaped, shaped_returns, _), (clipped, _, _), (logged, _, _) = games.values()
+    (plain, plain_returns, finals, _), (shaped, shaped_returns, *_), (clipped, *_), (logged, *_) = games.values()
     assert np.array_equal(plain_returns, shaped_returns) and plain["questioner"] == []  # scripted: no turns
     assert [s.response for s in shaped["answerer"]] == [p.response for p in plain["answerer"]]
     bonus = np.array([s.reward - p.reward for p, s in zip(plain["answerer"], shaped["answerer"], strict=True)])
