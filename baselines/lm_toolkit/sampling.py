@@ -40,6 +40,7 @@ class GrowingLayer(DynamicLayer):
     of a small model's sampling time on CPU. For sampling only (``no_grad``): it writes in place."""
 
     buffers: tuple[torch.Tensor, torch.Tensor] | None = None
+    room: int = 0  # the least capacity of a new buffer
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
@@ -53,7 +54,7 @@ class GrowingLayer(DynamicLayer):
             or keys.shape[0] != key_states.shape[0]
             or self.keys.data_ptr() != keys.data_ptr()
         ):
-            capacity = 2 * (length + new)
+            capacity = max(2 * (length + new), self.room)
             self.buffers = tuple(
                 t.new_empty((*t.shape[:-2], capacity, t.shape[-1])) for t in (key_states, value_states)
             )
@@ -87,6 +88,7 @@ class SharedQueryLayer(DynamicLayer):
         self.query_keys, self.query_values = layer.keys, layer.values  # (queries, kv heads, query length, head dim)
         self.group_size, self.query_mask = group_size, query_mask.bool()  # (queries, query length)
         self.sampled = GrowingLayer()
+        self.sampled.room = layer.keys.shape[-2] + 2  # as much room as the plain path's first buffer leaves
         self.device, self.is_initialized = layer.keys.device, True
 
     def get_seq_length(self) -> int:
@@ -94,6 +96,9 @@ class SharedQueryLayer(DynamicLayer):
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         keys, values = self.sampled.update(key_states, value_states)
+        # a view of its own, which this layer does not hold: marked on the layer's tensor, the mark would make a
+        # reference cycle, and the cache would wait for the garbage collector (GRPO's peak memory: +150 MB)
+        keys = keys.view(keys.shape)
         keys.shared_query = self  # what shared_query_attention reads beside these rows' own keys
         return keys, values
 

@@ -3,7 +3,9 @@ prompts, value head, a logits hook), prompt encoding, task settings without buil
 argument checks, evaluation and the checkpoint round trip."""
 
 import copy
+import gc
 import json
+import weakref
 
 import gymnasium
 import numpy as np
@@ -169,6 +171,14 @@ def test_a_query_shared_by_a_group_is_kept_once_and_samples_what_one_copy_per_ro
             torch.testing.assert_close(prefix.extend(step)[0], plain.extend(step)[0], atol=1e-5, rtol=0)
     with pytest.raises(ValueError, match="token_mask"):
         prefix.extend(new[:, :1], torch.ones_like(new[:, :1]))
+
+    buffer = weakref.ref(prefix.cache.layers[0].sampled.buffers[0])
+    gc.disable()
+    try:
+        del prefix
+        assert buffer() is None  # freed with the prefix: no reference cycle left for the garbage collector
+    finally:
+        gc.enable()
 
 
 def test_rows_not_in_equal_consecutive_groups_keep_a_copy_each():
