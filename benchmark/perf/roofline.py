@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import platform
 import sys
 import time
 from collections import Counter
@@ -188,6 +189,13 @@ CONTENDERS = {
 CONTENDERS["lm-gym-rloo-beta0.05"] = CONTENDERS["lm-gym-grpo-beta0.05"]
 
 
+def cpu_name() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").is_file() else []:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def newest_results() -> Path | None:
     found = sorted((HERE / "results").glob("cpu-*.json"), key=lambda f: f.stat().st_mtime)
     return found[-1] if found else None
@@ -272,7 +280,12 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     out = report(phases(workload.build(args.workload_dir, args.size)), json.loads(results_path.read_text()))
-    out["settings"] = {"results": str(results_path), "threads": args.threads, "torch_version": torch.__version__}
+    out["settings"] = {
+        "results": str(results_path),
+        "threads": args.threads,
+        "cpu": cpu_name(),
+        "torch_version": torch.__version__,
+    }
 
     print(f"{'phase':34s} {'GFLOP':>7s} {'calls':>6s} {'floor s':>8s}")
     for name, row in out["phases"].items():
