@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import roofline  # benchmark/perf is on sys.path (pyproject.toml's pytest pythonpath)
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
@@ -32,6 +33,7 @@ def test_the_recorded_kernels_of_a_forward_pass_hold_the_models_arithmetic():
     assert sum(map(roofline.flops, backward)) > 2.9 * products
 
 
+@pytest.mark.slow  # the script in its own process on the tiny model: about 8 s
 def test_the_report_sets_floors_beside_the_measured_times_and_bounds_the_goals(tmp_path):
     seconds = {"generate-limit": 0.5, "lm-gym-ppo": 1.0, "lm-gym-nlpo": 1.3, "lm-gym-grpo-beta0.05": 0.8}
     seconds |= {"lm-gym-grpo-beta0": 0.7, "lm-gym-rloo-beta0.05": 0.8, "trl-grpo-beta0.05": 2.0}
