@@ -153,10 +153,14 @@ AttentionMaskInterface.register(SHARED_QUERY_ATTENTION, sdpa_mask)
 
 
 def shares_queries(model) -> bool:
-    """Whether sampling with ``model`` may keep a shared query's cache once (:class:`SharedQueryLayer`)."""
+    """Whether sampling with ``model`` keeps a shared query's cache once (:class:`SharedQueryLayer`): on CPU,
+    where a decode step's attention waits on memory (measured: benchmark/perf/README.md). On a GPU the fused
+    SDPA kernel reads the cache from fast memory in one launch, where this takes about ten; not measured
+    there yet, so a GPU keeps SDPA."""
     config = model.config
     return (
-        config.model_type in PLAIN_ATTENTION_MODELS
+        model.device.type == "cpu"
+        and config.model_type in PLAIN_ATTENTION_MODELS
         and config._attn_implementation == "sdpa"
         and getattr(config, "sliding_window", None) is None
     )
