@@ -7,8 +7,9 @@
   (:class:`SharedQueryLayer`), and attention reads them once per group, not once per row.
 * :func:`sample` is a short loop over :class:`Prefix` (not ``generate``) that draws each token
   by inverse-CDF sampling (:func:`next_tokens`) and keeps each token's log-prob and, with a
-  value head, its value, so no forward pass recomputes them. A :class:`LogitsHook` may change the next-token logits
-  at every step (NLPO's top-p mask, ILQL's Q-value perturbation) with models of its own.
+  value head, its value, so no forward pass recomputes them. A :class:`LogitsHook` may change
+  the next-token logits at every step (NLPO's top-p mask, ILQL's Q-value perturbation) with
+  models of its own.
 * :func:`response_log_probs` gives per-token log-probs (entropies, values) of right-padded
   responses under the same distribution as :func:`sample` (temperature, EOS impossible before
   ``min_new_tokens``, an optional mask of allowed tokens).
@@ -239,12 +240,17 @@ class Prefix:
             **cache,
         )
         self.cache = getattr(out, self.cache_name)
-        group = len(rows) // len(distinct)
-        if growing and share_queries and group > 1 and rows == [i // group for i in range(len(rows))]:
-            if shares_queries(model):
-                self.cache.layers = [SharedQueryLayer(layer, group, mask) for layer in self.cache.layers]
-                self.shared = True
-        if len(distinct) < len(rows) and not self.shared:
+        group = len(rows) // len(distinct)  # equal groups of consecutive rows, when rows is [0]*G + [1]*G + ...
+        self.shared = (
+            growing
+            and share_queries
+            and group > 1
+            and rows == [i // group for i in range(len(rows))]
+            and shares_queries(model)
+        )
+        if self.shared:
+            self.cache.layers = [SharedQueryLayer(layer, group, mask) for layer in self.cache.layers]
+        elif len(distinct) < len(rows):
             select_rows(self.cache, index)
         self.mask, self.next_position = mask[index], mask.sum(1)[index]
         logits = getattr(out, "logits", None)  # a bare transformer (ILQL's value trunk) has hidden states only
@@ -292,6 +298,22 @@ class Prefix:
         return logits, hidden
 
 
+def sampling_logits(
+    logits: torch.Tensor, temperature: float, eos_id: int, min_new_tokens: int, first_position: int = 0
+) -> torch.Tensor:
+    """``logits`` (B, T, V) of response positions ``first_position``.. as the sampling distribution's (float):
+    at ``temperature``, EOS impossible before ``min_new_tokens``. A new tensor where they change."""
+    logits = logits.float()
+    blocked = min_new_tokens - first_position
+    if temperature != 1.0:
+        logits = logits / temperature
+    elif blocked > 0:
+        logits = logits.clone()  # not the caller's tensor
+    if blocked > 0:
+        logits[:, :blocked, eos_id] = float("-inf")
+    return logits
+
+
 def log_probs_of(
     logits: torch.Tensor,
     temperature: float,
@@ -301,12 +323,9 @@ def log_probs_of(
     keep: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """The sampling distribution's log-probs from ``logits`` (B, T, V) of response positions
-    ``first_position``..: at ``temperature``, EOS impossible before ``min_new_tokens``, and only the
-    ``keep`` tokens (B, T, V booleans) possible when given."""
-    logits = logits.float() / temperature
-    blocked = min_new_tokens - first_position
-    if blocked > 0:
-        logits[:, :blocked, eos_id] = float("-inf")
+    ``first_position``..: :func:`sampling_logits`, and only the ``keep`` tokens (B, T, V booleans)
+    possible when given."""
+    logits = sampling_logits(logits, temperature, eos_id, min_new_tokens, first_position)
     if keep is not None:
         logits = logits.masked_fill(~keep, float("-inf"))
     return torch.log_softmax(logits, dim=-1)
@@ -328,14 +347,7 @@ def next_tokens(
     Three passes over the vocabulary (maximum, exponentials, their running sum), where a log-softmax, its
     exponentials, their running sum and a fallback argmax took five times longer on CPU for the standard
     workload's 64 x 4,000 logits (``torch.multinomial`` about 50 times longer)."""
-    logits = logits.float()
-    blocked = position < min_new_tokens  # EOS impossible before min_new_tokens
-    if temperature != 1.0:
-        logits = logits / temperature
-    elif blocked:
-        logits = logits.clone()  # not the caller's tensor
-    if blocked:
-        logits[:, eos_id] = float("-inf")
+    logits = sampling_logits(logits[:, None], temperature, eos_id, min_new_tokens, position)[:, 0]
     top = logits.amax(-1, keepdim=True)
     cdf = (logits - top).exp_().cumsum_(-1)
     total = cdf[:, -1:]

@@ -26,6 +26,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -51,6 +52,21 @@ MASK_PASS_SHARE = 4 / 5
 REPEATS = 10
 
 
+class TensorSpec(NamedTuple):
+    """A recorded call's tensor argument: what a replay makes a random one of."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+
+def spec(x):
+    return TensorSpec(tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else x
+
+
+def shape_of(x) -> tuple[int, ...] | None:
+    return x.shape if isinstance(x, TensorSpec) else None
+
+
 class KernelRecorder(TorchDispatchMode):
     """Records every matrix product and attention kernel called inside it: (op, args with tensors as specs)."""
 
@@ -61,14 +77,13 @@ class KernelRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in PRODUCTS or func in ATTENTION:
-            spec = lambda x: ("tensor", tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else x  # noqa: E731
             self.calls.append((func, [spec(a) for a in args], {k: spec(v) for k, v in kwargs.items()}))
         return func(*args, **kwargs)
 
 
 def flops(call: tuple) -> float:
     func, args, _ = call
-    shape = [a[1] if isinstance(a, tuple) and a and a[0] == "tensor" else None for a in args]
+    shape = [shape_of(a) for a in args]
     if func in (aten.mm.default, aten.bmm.default):
         a, b = shape[0], shape[1]
     elif func in (aten.addmm.default, aten.baddbmm.default):
@@ -85,10 +100,9 @@ def replay_seconds(calls: list[tuple]) -> float:
     ``REPEATS`` times as many times as it was called. The best, so that a floor errs low."""
 
     def make(x):
-        if not (isinstance(x, tuple) and x and x[0] == "tensor"):
+        if not isinstance(x, TensorSpec):
             return x
-        _, shape, dtype = x
-        return torch.randn(shape, dtype=dtype) if dtype.is_floating_point else torch.zeros(shape, dtype=dtype)
+        return torch.randn(x.shape, dtype=x.dtype) if x.dtype.is_floating_point else torch.zeros(x.shape, dtype=x.dtype)
 
     counts = Counter(repr(call) for call in calls)
     distinct = {repr(call): call for call in calls}
@@ -165,7 +179,7 @@ def phases(model_dir: Path) -> dict[str, list[tuple]]:
     }
 
 
-#: contender -> (phase, share of iterations) of its iteration; those of its rollout are marked.
+#: contender -> its iteration's phases: (phase, share of iterations that run it, part of the rollout)
 CONTENDERS = {
     "generate-limit": [("sampling, 64 prompts", 1.0, True)],
     "lm-gym-ppo": [
@@ -207,7 +221,8 @@ def report(phase_calls: dict[str, list[tuple]], results: dict) -> dict:
         for name, calls in phase_calls.items()
     }
     measured = results["summary"]
-    rollout_s = {k: 64 * 48 / v["rollout_tokens_per_s"] for k, v in measured.items()}
+    generated = workload.SEQUENCES_PER_ITERATION * workload.NEW_TOKENS
+    rollout_s = {k: generated / v["rollout_tokens_per_s"] for k, v in measured.items()}
     table = {}
     for name, parts in CONTENDERS.items():
         floor = sum(phase_table[p]["floor_s"] * share for p, share, _ in parts)
