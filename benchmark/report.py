@@ -20,7 +20,7 @@ a seed twice would shrink the interval silently.
 ``get_interval_estimates`` with ``aggregate_mean`` on the scores shaped ``(num_seeds, 1)``
 (percentile method, ``--reps`` resamples, ``--confidence`` coverage; numpy's global RNG,
 which rliable draws from, seeded with ``--seed`` for each metric so that the report is
-reproducible; :func:`lm_gym.stats.interval_estimates`, which the leaderboard's intervals use
+reproducible; :func:`lm_gym.results.stats.interval_estimates`, which the leaderboard's intervals use
 too). The metrics are those of ``final_eval`` (``mean_return`` first; ``num_episodes`` is not a
 score), the same ones of ``initial_eval`` prefixed ``initial/``, each one's change from the
 initial evaluation to the final one prefixed ``gain/`` (per seed, so its interval says whether
@@ -61,7 +61,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from lm_gym import stats
+from lm_gym.results import stats
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
 

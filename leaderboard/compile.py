@@ -52,7 +52,7 @@ from leaderboard.numbers import significant
 from leaderboard.submit import SubmitError, build_entry
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, load_result
-from lm_gym.stats import escape_markdown, format_estimate, markdown_table, parse_reps
+from lm_gym.results.stats import escape_markdown, format_estimate, markdown_table, parse_reps
 
 PAGE_TEMPLATE = Path(__file__).with_name("page.html")
 SAME_ENTRY = "same entry"  # the improvement matrix's diagonal

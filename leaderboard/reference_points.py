@@ -96,7 +96,7 @@ from lm_gym.core.text_env import SingleTurnTextEnv
 from lm_gym.core.vector import episode_info
 from lm_gym.metrics import corpus_metrics
 from lm_gym.results import git_commit, library_versions, summarize_episodes
-from lm_gym.stats import markdown_table
+from lm_gym.results.stats import markdown_table
 
 #: Episode ``j`` of every policy is reset with seed ``SEED + j``; the random tokens draw from it too.
 SEED = 0

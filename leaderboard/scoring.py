@@ -31,7 +31,7 @@ folder's board asks for 1).
 seed) a bootstrap interval means nothing: the functions give rliable's point estimate with
 ``"ci": None``. From ``MIN_RUNS`` runs on, the intervals are rliable's stratified bootstrap.
 
-**Reproducibility.** The estimates and intervals are :func:`lm_gym.stats.interval_estimates`'s,
+**Reproducibility.** The estimates and intervals are :func:`lm_gym.results.stats.interval_estimates`'s,
 as in the benchmark report: each seeds numpy's global RNG (which rliable 1.2 draws from) with
 ``seed`` and restores the caller's state after, so an entry's numbers depend only on its runs,
 the reference points and ``seed``, and equal rliable's own functions called after
@@ -49,7 +49,7 @@ import numpy as np
 
 from leaderboard.boards import boards, is_user_board, task_metrics, user_reference_points, where
 from leaderboard.entry import MIN_RUNS
-from lm_gym import stats
+from lm_gym.results import stats
 from lm_gym.core.errors import LMGymError
 
 KINDS = ("task", "naturalness")
@@ -257,7 +257,7 @@ def metric_summaries(
 
 
 def _interval_estimates(scores: Any, func: Any, reps: int, confidence: float, seed: int) -> list[dict[str, Any]]:
-    """:func:`lm_gym.stats.interval_estimates`, with no interval (``"ci": None``) below ``MIN_RUNS`` runs."""
+    """:func:`lm_gym.results.stats.interval_estimates`, with no interval (``"ci": None``) below ``MIN_RUNS`` runs."""
     return stats.interval_estimates(scores, func, reps=reps, confidence=confidence, seed=seed, min_runs=MIN_RUNS)
 
 

@@ -1,4 +1,4 @@
-"""The statistics shared by the benchmark report and the leaderboard (lm_gym/stats.py).
+"""The statistics shared by the benchmark report and the leaderboard (lm_gym/results/stats.py).
 
 Every expected interval is rliable called directly after ``np.random.seed``, as the module promises;
 the report and the board must give the same numbers for the same scores.
@@ -16,7 +16,7 @@ from benchmark import report
 from leaderboard import scoring
 from leaderboard.boards import task_metrics
 from leaderboard.compile import to_markdown
-from lm_gym import stats
+from lm_gym.results import stats
 
 REPS = 200
 SEED = 11
@@ -127,5 +127,5 @@ def test_a_missing_rliable_names_the_extra_that_installs_it(monkeypatch):
 
 
 def test_importing_the_module_or_the_report_does_not_import_rliable():
-    code = "import sys, lm_gym.stats, benchmark.report; assert 'rliable' not in sys.modules, 'rliable imported'"
+    code = "import sys, lm_gym.results.stats, benchmark.report; assert 'rliable' not in sys.modules, 'rliable imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])

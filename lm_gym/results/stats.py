@@ -53,7 +53,7 @@ def _rliable() -> tuple[Any, Any]:
         from rliable import library, metrics
     except ImportError as error:
         raise ImportError(
-            f'lm_gym.stats needs rliable, with arch<8 and pandas<3: pip install "lm-gym[benchmark]" ({error})'
+            f'lm_gym.results.stats needs rliable, with arch<8 and pandas<3: pip install "lm-gym[benchmark]" ({error})'
         ) from error
     return library, metrics
 
