@@ -132,3 +132,80 @@ def test_lm_gym_imports_none_of_the_packages_that_use_it():
         if name.split(".")[0] in users
     }
     assert not upward, sorted(upward)
+
+
+SYS_PATH_MUTATORS = {"insert", "append", "extend", "remove", "pop", "clear", "reverse", "sort", "__setitem__"}
+#: the one edit the project makes on purpose: ``gymnasium.make("my_module:my/Task-v0")`` looks for
+#: ``my_module`` in the current directory too (docs/your-own-task.md), a user's module, not the project's
+SYS_PATH_EDITS_ALLOWED = {"lm_gym/core/registration.py"}
+
+
+def sys_path_edits(source: str) -> list[int]:
+    """The lines of ``source`` that assign to or mutate ``sys.path``: ``sys.path = ...``, ``sys.path[i] = ...``,
+    ``del sys.path[i]``, ``sys.path += ...``, ``sys.path.insert(...)`` and the other list mutators, also
+    through ``import sys as s`` or ``from sys import path``. (pytest's ``monkeypatch``, undone after
+    each test, is not an edit.)"""
+    tree = ast.parse(source)
+    sys_names, path_names = {"sys"}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            sys_names.update(alias.asname or alias.name for alias in node.names if alias.name == "sys")
+        elif isinstance(node, ast.ImportFrom) and node.module == "sys" and not node.level:
+            path_names.update(alias.asname or alias.name for alias in node.names if alias.name == "path")
+
+    def is_sys_path(node: ast.AST) -> bool:
+        if isinstance(node, ast.Subscript):
+            return is_sys_path(node.value)
+        if isinstance(node, ast.Name):
+            return node.id in path_names
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr == "path"
+            and isinstance(node.value, ast.Name)
+            and node.value.id in sys_names
+        )
+
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            targets = [node.func.value] if node.func.attr in SYS_PATH_MUTATORS else []
+        else:
+            continue
+        if any(is_sys_path(target) for target in targets):
+            lines.add(node.lineno)
+    return sorted(lines)
+
+
+def test_the_sys_path_checker_finds_every_kind_of_edit():
+    edits = """import sys
+import sys as system
+from sys import path as search_path
+sys.path.insert(0, "a")
+system.path.append("b")
+search_path.extend(["c"])
+sys.path = ["d"]
+sys.path[0] = "e"
+del sys.path[0]
+sys.path += ["f"]
+"""
+    assert sys_path_edits(edits) == list(range(4, 11))
+    reads = 'import os, sys\nfound = "x" in sys.path\nos.path.join("a")\npaths = list(sys.path)\npaths.append("y")\n'
+    assert sys_path_edits(reads) == []
+
+
+def test_no_file_edits_sys_path():
+    """No sys.path edits anywhere: a script finds its neighbours as Python runs it (its
+    own folder first), ``lm_toolkit`` as an installed package, and the tests through pytest's pythonpath
+    (pyproject.toml); so a file never depends on who edited the path before it."""
+    edits = {
+        f"{path.relative_to(ROOT).as_posix()}:{line}"
+        for folder in ("lm_gym", "baselines", "benchmark", "leaderboard", "examples", "tests")
+        for path in (ROOT / folder).rglob("*.py")
+        if path.relative_to(ROOT).as_posix() not in SYS_PATH_EDITS_ALLOWED
+        for line in sys_path_edits(path.read_text(encoding="utf-8"))
+    }
+    assert not edits, sorted(edits)

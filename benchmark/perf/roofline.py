@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -34,12 +33,11 @@ import workload
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "baselines"))
+from lm_toolkit.models import fuse_activation
+from lm_toolkit.sampling import Prefix, response_log_probs, sample
+from lm_toolkit.tasks import Lengths
 
-from lm_toolkit.models import fuse_activation  # noqa: E402
-from lm_toolkit.sampling import Prefix, response_log_probs, sample  # noqa: E402
-from lm_toolkit.tasks import Lengths  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 aten = torch.ops.aten
 ATTENTION = {
