@@ -112,6 +112,18 @@ def test_core_imports_nothing_above_it():
     assert not above, sorted(above)
 
 
+def test_data_imports_only_core():
+    """``lm_gym.data`` (the tasks' data sources and word lists) stands right above ``lm_gym.core``: it
+    imports the contract's errors and checks, and nothing of the tasks, rewards or metrics above it."""
+    above = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in (PACKAGE / "data").rglob("*.py")
+        for name in imported_modules(path)
+        if (name == "lm_gym" or name.startswith("lm_gym.")) and not name.startswith(("lm_gym.core", "lm_gym.data"))
+    }
+    assert not above, sorted(above)
+
+
 @pytest.mark.parametrize("package", ["lm_gym", "benchmark", "leaderboard"])
 def test_a_package_imports_have_no_cycle(package):
     """No circle between the files of lm_gym, of the harness or of the leaderboard: a command's module

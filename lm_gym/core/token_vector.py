@@ -48,7 +48,7 @@ class TokenVectorEnv(TokenSettings, NativeVectorEnv):
     would cost ``num_envs x vocab_size`` bytes (3.2 MB at 64 copies of GPT-2's vocabulary)
     where only the EOS column varies. :meth:`action_masks` returns them as an
     ``(num_envs, vocab_size)`` bool array (sb3-contrib's ``MaskablePPO`` interface, see
-    :mod:`lm_gym.core.sb3`); EOS is masked exactly where ``context_mask.sum(1) <
+    :mod:`lm_gym.integrations.sb3`); EOS is masked exactly where ``context_mask.sum(1) <
     min_new_tokens``.
 
     Seeding, reset options (``reset_mask`` included) and autoreset (``"NextStep"``,

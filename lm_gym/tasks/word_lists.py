@@ -1,5 +1,5 @@
 """Copies of the tasks' wordfreq-derived word lists, for a machine without wordfreq
-(:mod:`lm_gym.core.word_lists`): Prompts-v0's prompt words and Wordle's default vocabulary.
+(:mod:`lm_gym.data.wordfreq_lists`): Prompts-v0's prompt words and Wordle's default vocabulary.
 
     python -m lm_gym.tasks.word_lists export DIR     # where wordfreq is installed
     python -m lm_gym.tasks.word_lists install DIR    # on the other machine: into $LM_GYM_CACHE/word-lists
@@ -14,18 +14,18 @@ from pathlib import Path
 # importing the tasks registers their lists
 import lm_gym.tasks.prompts.env  # noqa: F401
 import lm_gym.tasks.wordle.vocabulary  # noqa: F401
-from lm_gym.core import word_lists
 from lm_gym.core.errors import DataUnavailableError
+from lm_gym.data import wordfreq_lists
 
 
 def export(directory: str | Path) -> list[Path]:
     """Every task's list, derived from wordfreq, written to ``directory``."""
-    return word_lists.export(directory)
+    return wordfreq_lists.export(directory)
 
 
 def install(directory: str | Path) -> list[Path]:
     """The lists exported to ``directory`` copied where lm-gym reads them when wordfreq is absent."""
-    return word_lists.install(directory)
+    return wordfreq_lists.install(directory)
 
 
 def main(argv: list[str] | None = None) -> int:

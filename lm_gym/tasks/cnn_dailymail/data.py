@@ -19,8 +19,8 @@ import functools
 from pathlib import Path
 
 from lm_gym.core.errors import DataUnavailableError
-from lm_gym.core.sources import TABLE_SUFFIXES, check_source, load_hub_split, read_table, require_columns
 from lm_gym.core.spaces import to_charset
+from lm_gym.data.sources import TABLE_SUFFIXES, check_source, load_hub_split, read_table, require_columns
 from lm_gym.tasks.cnn_dailymail import synthetic
 
 HUB_DATASET, HUB_CONFIG = "abisee/cnn_dailymail", "3.0.0"

@@ -24,8 +24,8 @@ import json
 from pathlib import Path
 
 from lm_gym.core.errors import DataUnavailableError
-from lm_gym.core.sources import TABLE_SUFFIXES, check_source, load_hub_split, read_table, require_columns
 from lm_gym.core.spaces import to_charset
+from lm_gym.data.sources import TABLE_SUFFIXES, check_source, load_hub_split, read_table, require_columns
 from lm_gym.tasks.commongen import synthetic
 
 HUB_DATASET = "allenai/common_gen"

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lm_gym.core.errors import DataUnavailableError
-from lm_gym.core.sources import check_source, load_hub_split
 from lm_gym.core.spaces import to_charset
+from lm_gym.data.sources import check_source, load_hub_split
 from lm_gym.tasks.dailydialog import synthetic
 from lm_gym.tasks.dailydialog.labels import ACTS, EMOTIONS
 

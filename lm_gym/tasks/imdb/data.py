@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from lm_gym.core.errors import DataUnavailableError
-from lm_gym.core.sources import check_source, load_hub_split
 from lm_gym.core.spaces import to_charset
+from lm_gym.data.sources import check_source, load_hub_split
 from lm_gym.tasks.imdb import synthetic
 
 HUB_DATASET = "stanfordnlp/imdb"

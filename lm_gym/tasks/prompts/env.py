@@ -13,7 +13,7 @@ from lm_gym.core.errors import ConfigurationError, safe_repr
 from lm_gym.core.ranges import COUNT, UNIT, Range, argument
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv
 from lm_gym.core.validation import check_choice, check_int
-from lm_gym.core.word_lists import wordfreq_list
+from lm_gym.data.wordfreq_lists import wordfreq_list
 from lm_gym.rewards.completion import CompletionReward, import_callable
 from lm_gym.tasks.synthetic_splits import split_request
 
@@ -31,7 +31,7 @@ MAX_SYNTHETIC_PROMPTS = 2**20
 @functools.cache
 def word_list(size: int = NUM_WORDS) -> tuple[str, ...]:
     """The ``size`` most frequent English words made only of the letters a-z (``wordfreq``; the
-    default size also from a copy of the list where wordfreq is absent: :mod:`lm_gym.core.word_lists`)."""
+    default size also from a copy of the list where wordfreq is absent: :mod:`lm_gym.data.wordfreq_lists`)."""
     if size == NUM_WORDS:
         return _prompt_words()
     return _most_frequent_words(size)

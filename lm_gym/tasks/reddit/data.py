@@ -39,8 +39,8 @@ from collections import Counter
 from pathlib import Path
 
 from lm_gym.core.errors import DataUnavailableError
-from lm_gym.core.sources import SPLITS, check_source, read_table, require_columns
 from lm_gym.core.validation import check_choice
+from lm_gym.data.sources import SPLITS, check_source, read_table, require_columns
 from lm_gym.tasks.reddit import pushshift, synthetic
 from lm_gym.tasks.reddit.comments import Comment, LoadedComments, clean_text, counts, keep_comment
 

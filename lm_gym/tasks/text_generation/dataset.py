@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
-from lm_gym.core.sources import load_hub_split
 from lm_gym.core.spaces import to_charset
 from lm_gym.core.text_env import Sample
+from lm_gym.data.sources import load_hub_split
 
 #: The example dataset shipped in the package: one JSON-lines file per split.
 EXAMPLE_DIR = Path(__file__).resolve().parent / "data"

@@ -14,9 +14,9 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError, safe_repr
 from lm_gym.core.ranges import UNIT, Range, argument, sum_of_turns
-from lm_gym.core.sources import SPLITS
 from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, play_policy
 from lm_gym.core.validation import check_choice, check_int, check_number, check_path
+from lm_gym.data.sources import SPLITS
 from lm_gym.tasks.visdial import synthetic
 from lm_gym.tasks.visdial.data import release_images
 from lm_gym.tasks.visdial.dialogue import (

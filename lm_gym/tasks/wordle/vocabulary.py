@@ -27,7 +27,7 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError, safe_repr
 from lm_gym.core.validation import check_int, check_path
-from lm_gym.core.word_lists import wordfreq_list
+from lm_gym.data.wordfreq_lists import wordfreq_list
 
 WORD_LENGTH = 5
 DEFAULT_NUM_ANSWERS = 2315
@@ -145,7 +145,7 @@ def read_words(path: str | Path, name: str = "path") -> list[str]:
 @functools.lru_cache(maxsize=1)
 def default_vocabulary() -> WordleVocabulary:
     """The offline default, derived from ``wordfreq`` (see the module docstring; where wordfreq is
-    absent, from a copy of the lists: :mod:`lm_gym.core.word_lists`)."""
+    absent, from a copy of the lists: :mod:`lm_gym.data.wordfreq_lists`)."""
     return WordleVocabulary(_default_answers(), _default_guesses())
 
 

@@ -4,7 +4,7 @@ stable-baselines3 takes its own ``VecEnv``, not a Gymnasium ``VectorEnv``, so
 :class:`SB3VecEnv` adapts :class:`~lm_gym.core.token_vector.TokenVectorEnv` to it::
 
     from stable_baselines3 import PPO
-    from lm_gym.core.sb3 import make_sb3_vec_env
+    from lm_gym.integrations.sb3 import make_sb3_vec_env
 
     vec_env = make_sb3_vec_env("lm_gym/Prompts-v0", num_envs=64, max_new_tokens=48)
     PPO("MultiInputPolicy", vec_env).learn(10_000)
@@ -28,7 +28,9 @@ from lm_gym.core.vector import episode_info
 try:
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 except ImportError as error:  # pragma: no cover - the error names the fix
-    raise ImportError(f"lm_gym.core.sb3 needs stable-baselines3: pip install 'lm-gym[sb3]' ({error})") from error
+    raise ImportError(
+        f"lm_gym.integrations.sb3 needs stable-baselines3: pip install 'lm-gym[sb3]' ({error})"
+    ) from error
 
 
 def make_sb3_vec_env(env_id: str, num_envs: int, **kwargs: Any) -> SB3VecEnv:
@@ -70,7 +72,7 @@ class SB3VecEnv(VecEnv):
         if not isinstance(venv, TokenVectorEnv):
             raise ConfigurationError(
                 f"SB3VecEnv adapts a token-level native vector env (TokenVectorEnv), got {type(venv).__name__}; "
-                "build one with lm_gym.core.sb3.make_sb3_vec_env"
+                "build one with lm_gym.integrations.sb3.make_sb3_vec_env"
             )
         if venv.autoreset_mode != AutoresetMode.SAME_STEP:
             raise ConfigurationError(

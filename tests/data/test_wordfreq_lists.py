@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lm_gym.core import word_lists
 from lm_gym.core.errors import DataUnavailableError
+from lm_gym.data import wordfreq_lists
 from lm_gym.tasks import word_lists as task_word_lists
 from lm_gym.tasks.prompts.env import word_list
 from lm_gym.tasks.wordle.vocabulary import default_vocabulary
@@ -57,14 +57,14 @@ def test_exported_copies_give_the_same_lists_without_wordfreq(tmp_path, monkeypa
 
 def test_a_bad_copy_or_folder_is_refused_by_name(tmp_path, monkeypatch):
     monkeypatch.setenv("LM_GYM_CACHE", str(tmp_path))
-    copies = word_lists.copies_dir()
+    copies = wordfreq_lists.copies_dir()
     copies.mkdir(parents=True)
     (copies / "prompts-words.json").write_text('{"words": []}')
     with pytest.raises(DataUnavailableError, match=r"prompts-words.json holds no list of words"):
-        word_lists.read_copy("prompts-words")
+        wordfreq_lists.read_copy("prompts-words")
     (copies / "prompts-words.json").write_text("not json")
     with pytest.raises(DataUnavailableError, match=r"prompts-words.json is not valid JSON"):
-        word_lists.read_copy("prompts-words")
+        wordfreq_lists.read_copy("prompts-words")
     with pytest.raises(DataUnavailableError, match=r"no exported word list at .*prompts-words.json"):
         task_word_lists.install(tmp_path / "nowhere")
     assert task_word_lists.main(["install", str(tmp_path / "nowhere")]) == 1
