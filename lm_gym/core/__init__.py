@@ -7,7 +7,15 @@ from lm_gym.core.errors import (
     LMGymError,
     ResetNeededError,
 )
-from lm_gym.core.text_env import BatchedReward, RewardQuery, Sample, SingleTurnTextEnv, TextEnv, score_queries
+from lm_gym.core.text_env import (
+    BatchedReward,
+    RewardQuery,
+    Sample,
+    SingleTurnTextEnv,
+    TextEnv,
+    score_by_reward_fn,
+    score_queries,
+)
 from lm_gym.core.token_level import TokenLevel, TokenSettings, TokenStates
 from lm_gym.core.token_vector import TokenVectorEnv
 from lm_gym.core.vector import TextVectorEnv
@@ -28,5 +36,6 @@ __all__ = [
     "TokenSettings",
     "TokenStates",
     "TokenVectorEnv",
+    "score_by_reward_fn",
     "score_queries",
 ]

@@ -25,6 +25,9 @@ For example, two copies of one task stepped with one reward call::
     s1, s2 = score_queries(env1.reward_fn, [q1, q2])
     result1, result2 = env1.finish_step(u1, s1), env2.finish_step(u2, s2)
 
+Steps of envs whose reward functions may differ (the vector envs' copies, a server's sessions)
+score with :func:`score_by_reward_fn`: one call per reward function, for all of its queries.
+
 :meth:`TextEnv.parse_action` validates an action without stepping (the vector env refuses a
 bad action of a copy it resets instead of stepping). :attr:`SingleTurnTextEnv.current_sample`
 is the dataset sample of the current episode (its prompt, references and metadata).
@@ -95,6 +98,30 @@ def score_queries(reward_fn: BatchedReward, queries: Sequence[RewardQuery]) -> n
     scores = np.asarray(scores, dtype=np.float64)
     if scores.shape != (len(queries),):
         raise ValueError(f"reward function returned shape {scores.shape}, expected ({len(queries)},)")
+    return scores
+
+
+def score_by_reward_fn(
+    queries: Sequence[tuple[BatchedReward | None, RewardQuery | None]],
+    score: Callable[[BatchedReward, list[RewardQuery]], Sequence[Any]] = score_queries,
+) -> list[Any]:
+    """The score of each ``(reward_fn, query)`` of many envs' prepared steps, in their order
+    (``None`` where the query is ``None``), with one call of ``score`` per reward function.
+
+    The queries are grouped by the reward function they go to (the copies of one task share
+    theirs) in the order each function first appears, and each group is scored at once:
+    ``score(reward_fn, its queries)`` gives one score per query (:func:`score_queries`, or a
+    caller's variant that, say, gives an error in place of a score it could not compute).
+    """
+    groups: dict[int, tuple[BatchedReward, list[int]]] = {}
+    for index, (reward_fn, query) in enumerate(queries):
+        if query is not None:
+            groups.setdefault(id(reward_fn), (reward_fn, []))[1].append(index)
+    scores: list[Any] = [None] * len(queries)
+    for reward_fn, indices in groups.values():
+        group_scores = score(reward_fn, [queries[index][1] for index in indices])
+        for index, group_score in zip(indices, group_scores, strict=True):
+            scores[index] = group_score
     return scores
 
 

@@ -10,7 +10,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError, safe_repr
-from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, score_queries
+from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, score_by_reward_fn
 from lm_gym.core.validation import check_int, check_options, check_seed, is_integer
 
 #: Largest ``num_envs`` of one vector env.
@@ -104,10 +104,14 @@ class NativeVectorEnv(VectorEnv):
         return self._needs_reset & (self.autoreset_mode == AutoresetMode.NEXT_STEP)
 
     def _play_utterances(self, prepared: dict[int, tuple[str, RewardQuery | None]]) -> dict[int, StepResult]:
-        """Finish the prepared steps (:meth:`TextEnv.prepare_step`'s results, by copy), scored with one reward call."""
-        scored = [i for i, (_, query) in prepared.items() if query is not None]
-        scores = dict(zip(scored, score_queries(self.envs[0].reward_fn, [prepared[i][1] for i in scored]), strict=True))
-        return {i: self.envs[i].finish_step(utterance, scores.get(i)) for i, (utterance, _) in prepared.items()}
+        """Finish the prepared steps (:meth:`TextEnv.prepare_step`'s results, by copy), scored with one call of
+        the reward function the copies share (:func:`score_by_reward_fn`)."""
+        steps = list(prepared.items())
+        scores = score_by_reward_fn([(self.envs[i].reward_fn, query) for i, (_, query) in steps])
+        return {
+            i: self.envs[i].finish_step(utterance, score)
+            for (i, (utterance, _)), score in zip(steps, scores, strict=True)
+        }
 
     def _finish(
         self, texts: dict[int, str], infos: dict[int, dict[str, Any]], terminations: np.ndarray, truncations: np.ndarray

@@ -3,7 +3,8 @@
 Every session of a server holds its own env (a ``TextEnv``, or a ``TokenLevel`` around one). A
 step is the core's three-part step protocol (``prepare_step``, ``score_queries``,
 ``finish_step``); :func:`play_steps` makes it for the steps of many sessions at once, with
-**one** call of the task's reward function for all the utterances that need it.
+**one** call of the task's reward function for all the utterances that need it (the core's
+``score_by_reward_fn``).
 
 :class:`StepBatcher` collects the steps that arrive from different sessions within
 ``window_s`` (a lone step waits at most the window; once every open session has a step waiting
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, score_queries
+from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, score_by_reward_fn, score_queries
 from lm_gym.core.token_level import PendingUtterance, TokenLevel
 from lm_gym.serve.errors import RewardFunctionError
 
@@ -90,19 +91,9 @@ def play_steps(steps: list[tuple[Any, Any]]) -> list[Outcome]:
             outcomes[i] = _prepare(env, action)
         except Exception as error:
             outcomes[i] = error
-    groups: dict[int, tuple[Any, list[int]]] = {}
-    for i, outcome in enumerate(outcomes):
-        if isinstance(outcome, _Pending) and outcome.query is not None:
-            reward_fn = outcome.env.reward_fn
-            groups.setdefault(id(reward_fn), (reward_fn, []))[1].append(i)
-    scores: dict[int, float | BaseException] = {}
-    for reward_fn, indices in groups.values():
-        queries = [outcomes[i].query for i in indices]  # type: ignore[union-attr]
-        scores.update(zip(indices, _score(reward_fn, queries), strict=True))
-    for i, outcome in enumerate(outcomes):
-        if not isinstance(outcome, _Pending):
-            continue
-        score = scores.get(i)
+    pending = [(i, outcome) for i, outcome in enumerate(outcomes) if isinstance(outcome, _Pending)]
+    scores = score_by_reward_fn([(outcome.env.reward_fn, outcome.query) for _, outcome in pending], _score)
+    for (i, outcome), score in zip(pending, scores, strict=True):
         if isinstance(score, BaseException):
             outcomes[i] = score
             continue

@@ -5,7 +5,7 @@ import gymnasium
 import pytest
 
 from lm_gym.core import ConfigurationError, InvalidActionError, ResetNeededError, TokenSettings
-from lm_gym.core.text_env import score_queries
+from lm_gym.core.text_env import RewardQuery, score_by_reward_fn, score_queries
 from lm_gym.metrics import corpus_metrics, diversity
 from lm_gym.tasks.imdb import IMDBEnv
 
@@ -13,6 +13,28 @@ from lm_gym.tasks.imdb import IMDBEnv
 @pytest.fixture(scope="module")
 def imdb():
     return IMDBEnv(source="synthetic")
+
+
+def test_score_by_reward_fn_calls_each_reward_function_once_in_order():
+    calls = []
+
+    def reward(name):
+        def score(prompts, utterances, references, meta):
+            calls.append((name, list(utterances)))
+            return [len(utterance) for utterance in utterances]
+
+        return score
+
+    short, long = reward("short"), reward("long")
+    queries = [
+        (short, RewardQuery("p", "ab")),
+        (long, RewardQuery("p", "abcd")),
+        (short, None),
+        (short, RewardQuery("p", "abc")),
+    ]
+    assert score_by_reward_fn(queries) == [2.0, 4.0, None, 3.0]
+    assert calls == [("short", ["ab", "abc"]), ("long", ["abcd"])]
+    assert score_by_reward_fn([(short, None)]) == [None] and len(calls) == 2
 
 
 def test_prepare_score_finish_is_a_step(imdb):
