@@ -45,15 +45,16 @@ import numpy as np
 import torch
 import tyro
 
+from lm_gym.metrics.corpus import task_env
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, Rule, at_least, check_args, within
-from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
+from lm_toolkit.models import frozen_copy, load_policy, policy_tokenizer
 from lm_toolkit.optimization import anneal, fused_adamw, optimizer_step
 from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, evaluator, play_round
-from lm_toolkit.runs import Run, setup
-from lm_toolkit.stats import Stats
-from lm_toolkit.tasks import make_vector_env, task_lengths, task_of
+from lm_toolkit.runs import Run, due, setup
+from lm_toolkit.tasks import task_lengths, vector_env_for_split
+from lm_toolkit.training_stats import Stats
 
 
 @dataclass
@@ -104,13 +105,13 @@ def main(args: Args) -> dict:
     num_envs = num_prompts * args.group_size
 
     # Envs: the native batched vector env; a group's envs are adjacent (env i is in group i // G).
-    train_env = make_vector_env(args.env_id, env_kwargs, "train", num_envs)
-    eval_env = make_vector_env(args.env_id, env_kwargs, "validation", args.eval_batch_size)
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task_of(train_env))
+    train_env = vector_env_for_split(args.env_id, env_kwargs, "train", num_envs)
+    eval_env = vector_env_for_split(args.env_id, env_kwargs, "validation", args.eval_batch_size)
+    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task_env(train_env))
 
     # Models: the policy, and the frozen reference only when the KL term needs it.
     source = run.source(args.init_from or args.model_name)
-    tokenizer = load_tokenizer(task_of(train_env), source)
+    tokenizer = policy_tokenizer(task_env(train_env), source)
     policy = load_policy(source, model_config, tokenizer, args.seed, causal_only="grpo.py").to(device).eval()
     reference = (
         frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None) if args.beta > 0 else None
@@ -129,9 +130,11 @@ def main(args: Args) -> dict:
     run.begin(
         [policy],
         f"{args.num_prompts} groups of {args.group_size} x {args.iterations} iterations, beta {args.beta:g}",
-        evaluation,
+        args.iterations,
     )
-    for iteration in run.steps(args.iterations):
+    if distributed.is_main() and not run.resuming:
+        run.initial = evaluation()
+    for iteration in range(run.step + 1, args.iterations + 1):
         anneal(optimizer, args.learning_rate, iteration, args.iterations, args.anneal_lr)
 
         # ---- rollout: one episode per env, a group's envs reset with one seed
@@ -188,7 +191,15 @@ def main(args: Args) -> dict:
         row = run.rollout_row(rollout, token_mask, optimizer, iteration_start, rollout_seconds)
         kl_sum, num_turns = distributed.all_sum(np.array([float(token_kl.sum()), len(turns)])).tolist()
         row |= {"kl": kl_sum / num_turns, **stats.means()}
-        if run.end_step(row, evaluate=evaluation, save=save, show=("mean_return", "kl")):
+        # ---- evaluation and checkpoint when due, and at the last iteration (or past --time-limit-minutes)
+        last = run.out_of_time() or iteration == args.iterations
+        if distributed.is_main() and (due(iteration, args.eval_every) or last):
+            run.final = evaluation()
+            row |= run.final.curve_entries() if run.final else {}
+        run.log(iteration, row, show=("mean_return", "kl"))
+        if distributed.is_main() and (due(iteration, args.save_every) or last):
+            save()
+        if last:
             break
     return run.finish(device)
 

@@ -49,14 +49,14 @@ from torch import nn
 
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OfflineArgs, above, at_least, check_args, integer, one_of, optional, within
-from lm_toolkit.models import check_positions, load_policy, load_tokenizer
+from lm_toolkit.models import check_positions, load_policy, policy_tokenizer
 from lm_toolkit.offline import encode_turns, trajectories_or_references, transition_batch
 from lm_toolkit.optimization import adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.rollouts import TextPolicy, evaluator
-from lm_toolkit.runs import Run, setup
+from lm_toolkit.runs import Run, due, setup
 from lm_toolkit.sampling import Prefix
-from lm_toolkit.stats import Stats
-from lm_toolkit.tasks import make_vector_env, task_lengths
+from lm_toolkit.tasks import task_lengths, vector_env_for_split
+from lm_toolkit.training_stats import Stats
 
 HEADS_FILE = "ilql_heads.pt"
 
@@ -283,7 +283,7 @@ def main(args: Args) -> dict[str, Any]:
     run = Run(args, "ilql")
 
     # ---- offline data as token ids; the policy, the value trunk and the heads
-    tokenizer = load_tokenizer(gymnasium.make(args.env_id, **env_kwargs).unwrapped, run.source(args.model_name))
+    tokenizer = policy_tokenizer(gymnasium.make(args.env_id, **env_kwargs).unwrapped, run.source(args.model_name))
     dataset = trajectories_or_references(args.dataset, args.env_id, env_kwargs, args.max_trajectories)
     turns = encode_turns(dataset, tokenizer, lengths)
     policy = load_policy(run.source(args.model_name), model_config, tokenizer, args.seed, causal_only="ilql.py")
@@ -311,7 +311,7 @@ def main(args: Args) -> dict[str, Any]:
 
     # ---- evaluation: the steered policy on the validation split, as every baseline evaluates
     eval_batch = min(args.eval_batch_size, args.eval_episodes)
-    eval_env = make_vector_env(args.env_id, env_kwargs, "validation", eval_batch) if args.eval_episodes else None
+    eval_env = vector_env_for_split(args.env_id, env_kwargs, "validation", eval_batch) if args.eval_episodes else None
     steering = QSteering(heads, value_trunk, tokenizer.pad_token_id, args.beta)
     actor = TextPolicy(policy, tokenizer, lengths, args.temperature, hook=steering)
     evaluation = evaluator(eval_env, actor, args, autocast, *([value_trunk] if value_trunk is not None else []))
@@ -325,10 +325,12 @@ def main(args: Args) -> dict[str, Any]:
     run.begin(
         trainable,
         f"{len(dataset)} trajectories, {len(turns.rewards)} turns, {trunks} trunk, {total_steps} steps",
-        evaluation,
+        total_steps,
     )
+    if distributed.is_main() and not run.resuming:
+        run.initial = evaluation()
     window = Stats()
-    for step in run.steps(total_steps):
+    for step in range(run.step + 1, total_steps + 1):
         step_start = time.time()
         index = batch_indices(args.seed, step, steps_per_epoch, args.batch_size, len(turns.rewards))
         batch = transition_batch(turns, distributed.shard_indices(index), tokenizer.pad_token_id, device)
@@ -342,8 +344,16 @@ def main(args: Args) -> dict[str, Any]:
         seconds, tokens = time.time() - step_start, int(batch["attention_mask"].sum())
         run.count(tokens=tokens, token_seconds=seconds, episodes=len(batch["rewards"]), episode_seconds=seconds)
         window.add(loss=loss, **parts)
-        row = run.window_row(window, lr=scheduler.get_last_lr()[0])
-        if run.end_step(row, evaluate=evaluation, save=save, show=("loss", "mean_q")):
+        row = run.window_row(window, step, total_steps, lr=scheduler.get_last_lr()[0])
+        # ---- evaluation and checkpoint when due, and at the last step (or past --time-limit-minutes)
+        last = run.out_of_time() or step == total_steps
+        if distributed.is_main() and (due(step, args.eval_every) or last):
+            run.final = evaluation()
+            row |= run.final.curve_entries() if run.final else {}
+        run.log(step, row, show=("loss", "mean_q"))
+        if distributed.is_main() and (due(step, args.save_every) or last):
+            save()
+        if last:
             break
     return run.finish(device)
 

@@ -67,13 +67,13 @@ from torch import nn
 
 from lm_toolkit import distributed
 from lm_toolkit.arguments import at_least, check_args, integer, is_number, one_of, within
-from lm_toolkit.models import check_positions, frozen_copy, load_policy, load_tokenizer
+from lm_toolkit.models import check_positions, frozen_copy, load_policy, policy_tokenizer
 from lm_toolkit.multiagent_rollouts import evaluate_games, play_games
 from lm_toolkit.optimization import anneal, fused_adamw
 from lm_toolkit.policy_gradient import TurnBatch
 from lm_toolkit.rollouts import TextPolicy, Turn
-from lm_toolkit.runs import Run, setup
-from lm_toolkit.tasks import Lengths, split_kwargs, task_lengths
+from lm_toolkit.runs import Run, due, setup
+from lm_toolkit.tasks import Lengths, kwargs_for_split, task_lengths
 
 MULTI_AGENT_ENVS = {"lm_gym/VisDial-v0": "visdial_v0", "lm_gym/DailyDialog-v0": "dailydialog_v0"}
 
@@ -186,7 +186,7 @@ def multiagent_env(env_id: str):
 def make_envs(env_module, args: Args, env_kwargs: dict[str, Any], split: str, count: int) -> list:
     """``count`` copies of the task's parallel env on ``split``, its games truncated after ``--max-cycles``."""
     kwargs = {**env_kwargs, "max_cycles": args.max_cycles}
-    return [env_module.parallel_env(**split_kwargs(args.env_id, kwargs, split)) for _ in range(count)]
+    return [env_module.parallel_env(**kwargs_for_split(args.env_id, kwargs, split)) for _ in range(count)]
 
 
 def reward_shaping(args: Args, env) -> Shaping | None:
@@ -277,17 +277,17 @@ def update_learner(learner: Learner, turns: list[Turn], name: str, args: Args, d
     head learns its targets in the units of their running moments. Returns the curves' entries, named ``name_*``."""
     batch = TurnBatch.of(turns, learner.actor.tokenizer.pad_token_id, device)
     head_values = batch.old_values  # the value head's outputs, in the units of the moments so far
-    batch.old_values = normalised(head_values, learner.returns, inverse=True)
+    values = normalised(head_values, learner.returns, inverse=True)  # in units of returns, for GAE
     with autocast:
         advantages, targets, kl = ppo.advantages_and_returns(
-            learner.actor, learner.reference, batch, turns, learner.kl_coef, args
+            learner.actor, learner.reference, batch, turns, values, learner.kl_coef, args
         )
         if learner.returns is not None:  # the moments of every process's targets, then the targets in them
             mask = batch.response_mask.bool()
             learner.returns.update(np.concatenate(distributed.gather(targets[mask].cpu().numpy())))
-            batch.old_values, targets = head_values, normalised(targets, learner.returns)
+            targets = normalised(targets, learner.returns)
         stats = ppo.update(
-            learner.actor, learner.optimizer, learner.parameters, batch, turns, advantages, targets, args
+            learner.actor, learner.optimizer, learner.parameters, batch, turns, advantages, targets, head_values, args
         )
     learner.kl_coef, mean_kl = ppo.adapt_kl_coef(learner.kl_coef, kl, len(turns), args)
     return {
@@ -333,7 +333,7 @@ def main(args: Args) -> dict:
     learning = [agent for agent in agents if agent not in scripted]
     owners = [learning] if args.shared_policy else [[agent] for agent in learning]
     sources = policy_sources(args, run, owners, warm)
-    tokenizer = load_tokenizer(train_envs[0].task, sources[0])
+    tokenizer = policy_tokenizer(train_envs[0].task, sources[0])
     learners = make_learners(args, run, owners, sources, model_config, tokenizer, lengths, device)
     if run.resuming:
         restore(learners, run.restore())
@@ -356,9 +356,11 @@ def main(args: Args) -> dict:
     run.begin(
         [learner.actor.model for learner in learners],
         f"{args.num_envs} games x {args.iterations} iterations, learning: {names}",
-        evaluation,
+        args.iterations,
     )
-    for iteration in run.steps(args.iterations):
+    if distributed.is_main() and not run.resuming:
+        run.initial = evaluation()
+    for iteration in range(run.step + 1, args.iterations + 1):
         for learner in learners:
             anneal(learner.optimizer, args.learning_rate, iteration, args.iterations, args.anneal_lr)
 
@@ -384,7 +386,15 @@ def main(args: Args) -> dict:
         row |= {f"mean_{agent}_return": float(every[:, a].mean()) for a, agent in enumerate(agents)}
         tokens = sum(len(turn.response) for agent_turns in games.turns.values() for turn in agent_turns)
         run.count(tokens=tokens, token_seconds=rollout_seconds, episodes=len(every), episode_seconds=row["seconds"])
-        if run.end_step(row, evaluate=evaluation, save=save, show=("mean_return",)):
+        # ---- evaluation and checkpoint when due, and at the last iteration (or past --time-limit-minutes)
+        last = run.out_of_time() or iteration == args.iterations
+        if distributed.is_main() and (due(iteration, args.eval_every) or last):
+            run.final = evaluation()
+            row |= run.final.curve_entries() if run.final else {}
+        run.log(iteration, row, show=("mean_return",))
+        if distributed.is_main() and (due(iteration, args.save_every) or last):
+            save()
+        if last:
             break
     return run.finish(device)
 

@@ -16,10 +16,10 @@ RL4LMs' never was), keeps only its top-``top_p`` tokens at every step:
   each refresh), the mask comes from the policy's own logits: the same mask, with no forward pass
   of the mask model.
 
-Everything else is ``baselines/ppo.py`` (its ``main`` with this file's :class:`TopPMask`):
-rollouts, per-token KL reward, GAE, the adaptive KL controller, the value head, the
-evaluation protocol, checkpoints. The only model copies are the policy, the reference and
-the mask model.
+Everything else is PPO, from ``baselines/ppo.py``'s pieces in this file's own loop: rollouts,
+per-token KL reward, GAE (``ppo.advantages_and_returns``), PPO's losses (``ppo.losses``), the
+adaptive KL controller, the value head, the evaluation protocol, checkpoints. The only model
+copies are the policy, the reference and the mask model.
 
 Examples::
 
@@ -30,6 +30,7 @@ Examples::
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,13 +38,19 @@ import numpy as np
 import ppo
 import torch
 import tyro
+from torch import nn
 
-from lm_toolkit.arguments import check_flags, integer, within
-from lm_toolkit.models import frozen_copy
-from lm_toolkit.rollouts import Turn
-from lm_toolkit.runs import Run
+from lm_gym.metrics.corpus import task_env
+from lm_toolkit import distributed
+from lm_toolkit.arguments import above, at_least, check_args, check_flags, integer, optional, within
+from lm_toolkit.models import frozen_copy, load_policy, policy_tokenizer
+from lm_toolkit.optimization import anneal, fused_adamw, optimizer_step
+from lm_toolkit.policy_gradient import TurnBatch
+from lm_toolkit.rollouts import TextPolicy, Turn, evaluator, play_round
+from lm_toolkit.runs import Run, due, setup
 from lm_toolkit.sampling import Prefix, log_probs_of
-from lm_toolkit.tasks import Lengths
+from lm_toolkit.tasks import task_lengths, vector_env_for_split
+from lm_toolkit.training_stats import Stats
 
 
 @dataclass
@@ -111,7 +118,6 @@ class TopPMask:
     ):
         self.mask_model, self.top_p, self.update_every = mask_model, top_p, update_every
         self.pad_id, self.eos_id, self.min_new_tokens = tokenizer.pad_token_id, tokenizer.eos_token_id, min_new_tokens
-        self.hook, self.models = self, {"mask_model": mask_model}
         self.vocab_size = 0
         self.same_as_policy = same_as_policy  # the mask model's weights are the policy's: its logits are too
 
@@ -137,31 +143,140 @@ class TopPMask:
         packed = torch.stack(self.packed, 1)  # (B, steps, V / 8)
         return [packed[i, :n] for i, n in enumerate(lengths)]
 
-    # ---- ppo.py's ActionMask
+    # ---- the update's restriction, and the mask model's refresh
     def allowed(self, turns: list[Turn], index: np.ndarray, width: int) -> torch.Tensor:
+        """The allowed tokens (b, width, V booleans) of ``turns[index]``' response positions, as sampled."""
         rows = [turns[i].hook_row for i in index]
         packed = torch.zeros((len(rows), width, rows[0].shape[-1]), dtype=torch.uint8, device=rows[0].device)
         for k, row in enumerate(rows):
             packed[k, : len(row)] = row
         return unpack_bits(packed, self.vocab_size)
 
-    def after_update(self, iteration: int, policy) -> None:
+    def refresh(self, iteration: int, policy) -> None:
         """After the policy's update of ``iteration``: every ``update_every`` iterations the mask model becomes it."""
         self.same_as_policy = iteration % self.update_every == 0
         if self.same_as_policy:  # the mask model really is refreshed
             self.mask_model.load_state_dict(policy.state_dict())
 
 
+def update(
+    actor: TextPolicy,
+    optimizer: torch.optim.Optimizer,
+    parameters: list[torch.Tensor],
+    batch: TurnBatch,
+    turns: list[Turn],
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    mask: TopPMask,
+    args: Args,
+) -> Stats:
+    """PPO's update (``ppo.update``) with the policy's log-probs under the masked, renormalised distribution each
+    token was sampled from: ``--update-epochs`` epochs of ``--num-minibatches`` minibatches of turns."""
+    width = batch.response_mask.shape[1]
+    stats = Stats()
+    for _ in range(args.update_epochs):
+        order = torch.randperm(len(turns)).numpy()
+        for mb in np.array_split(order, args.num_minibatches):  # as many on every process
+            keep = mask.allowed(turns, mb, width)
+            entropy = "loss" if args.ent_coef else "statistic"
+            new = actor.score(*batch.rows(mb), value_head=actor.value_head, keep=keep, entropy=entropy)
+            loss, count, loss_stats = ppo.losses(new, batch, mb, advantages, returns, batch.old_values, args)
+            optimizer_step(optimizer, loss * distributed.weight(count), parameters, args.max_grad_norm)
+            stats.add(**loss_stats)
+            if args.target_kl is not None and distributed.mean(loss_stats["approx_kl"]) > args.target_kl:
+                return stats
+    return stats
+
+
 def main(args: Args) -> dict:
     check_flags(args, top_p=within(0, 1, open_low=True), mask_update_every=integer(1))
+    env_kwargs, model_config = check_args(
+        args,
+        "nlpo.py",
+        num_envs=at_least(1),
+        num_minibatches=within(1, args.num_envs, text="in [1, num_envs]"),
+        gamma=within(0, 1),
+        gae_lambda=within(0, 1),
+        kl_coef=at_least(0),
+        kl_target=optional(above(0)),
+    )
+    device, autocast = setup(args)
+    run = Run(args, "nlpo")
 
-    def action_mask(policy, tokenizer, lengths: Lengths, run: Run) -> TopPMask:
-        mask_model = frozen_copy(policy, run.checkpoint_dir / "mask_model" if run.resuming else None)
-        return TopPMask(
-            mask_model, tokenizer, lengths.min_new_tokens, args.top_p, args.mask_update_every, not run.resuming
+    # Envs: the native batched vector env for rollouts (train split: this process's part) and evaluation.
+    first_env, num_envs = distributed.shard(args.num_envs, "--num-envs")
+    if args.num_minibatches > num_envs:
+        raise ValueError(
+            f"--num-minibatches ({args.num_minibatches}) must be at most the episodes per process ({num_envs})"
         )
+    train_env = vector_env_for_split(args.env_id, env_kwargs, "train", num_envs)
+    eval_env = vector_env_for_split(args.env_id, env_kwargs, "validation", args.eval_batch_size)
+    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task_env(train_env))
 
-    return ppo.main(args, "nlpo", action_mask)
+    # Models: the policy with a value head, the frozen reference, and the mask model (a copy of the policy).
+    source = run.source(args.init_from or args.model_name)
+    tokenizer = policy_tokenizer(task_env(train_env), source)
+    policy = load_policy(source, model_config, tokenizer, args.seed).to(device).eval()  # dropout off
+    reference = frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None)
+    value_head = nn.Linear(policy.config.hidden_size, 1).to(device)
+    nn.init.zeros_(value_head.weight)
+    nn.init.zeros_(value_head.bias)
+    parameters = [*policy.parameters(), *value_head.parameters()]
+    optimizer = fused_adamw(parameters, lr=args.learning_rate, eps=1e-5)
+    kl_coef = args.kl_coef
+    if run.resuming:
+        state = run.restore()
+        value_head.load_state_dict(state["value_head"])
+        optimizer.load_state_dict(state["optimizer"])
+        kl_coef = state["kl_coef"]
+    mask_model = frozen_copy(policy, run.checkpoint_dir / "mask_model" if run.resuming else None)
+    mask = TopPMask(mask_model, tokenizer, lengths.min_new_tokens, args.top_p, args.mask_update_every, not run.resuming)
+    actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head, hook=mask)  # samples within the mask
+
+    evaluation = evaluator(eval_env, actor, args, autocast)  # the masked policy, as RL4LMs' NLPO generates
+
+    def save() -> None:
+        state = {"value_head": value_head.state_dict(), "optimizer": optimizer.state_dict(), "kl_coef": kl_coef}
+        models = {"reference": reference, "mask_model": mask_model}
+        run.save(policy, tokenizer, state, models=models, frozen=["reference"])
+
+    run.begin([policy], f"{args.num_envs} episodes x {args.iterations} iterations", args.iterations)
+    if distributed.is_main() and not run.resuming:
+        run.initial = evaluation()
+    for iteration in range(run.step + 1, args.iterations + 1):
+        anneal(optimizer, args.learning_rate, iteration, args.iterations, args.anneal_lr)
+
+        # ---- rollout: one episode per env, sampled within the mask model's top-p tokens
+        iteration_start = time.time()
+        with autocast:
+            seed = args.seed * 1_000_003 + iteration * args.num_envs + first_env
+            rollout = play_round(train_env, actor, seed, first_env=first_env)
+        batch = TurnBatch.of(rollout.turns, tokenizer.pad_token_id, device)
+        with autocast:
+            advantages, returns, kl = ppo.advantages_and_returns(
+                actor, reference, batch, rollout.turns, batch.old_values, kl_coef, args
+            )
+        rollout_seconds = time.time() - iteration_start  # generation, scoring, forward passes, advantages
+
+        # ---- the masked update, the mask model's refresh when due, the KL controller
+        with autocast:
+            stats = update(actor, optimizer, parameters, batch, rollout.turns, advantages, returns, mask, args)
+        mask.refresh(iteration, policy)
+        kl_coef, mean_kl = ppo.adapt_kl_coef(kl_coef, kl, len(rollout.turns), args)
+        row = run.rollout_row(rollout, batch.response_mask.float(), optimizer, iteration_start, rollout_seconds)
+        row |= {"kl": mean_kl, "kl_coef": kl_coef, **stats.means()}
+
+        # ---- evaluation and checkpoint when due, and at the last iteration (or past --time-limit-minutes)
+        last = run.out_of_time() or iteration == args.iterations
+        if distributed.is_main() and (due(iteration, args.eval_every) or last):
+            run.final = evaluation()
+            row |= run.final.curve_entries() if run.final else {}
+        run.log(iteration, row, show=("mean_return", "kl"))
+        if distributed.is_main() and (due(iteration, args.save_every) or last):
+            save()
+        if last:
+            break
+    return run.finish(device)
 
 
 if __name__ == "__main__":

@@ -30,8 +30,9 @@ This file holds the algorithm: arguments, rollout, advantages, loss, loop. The L
   episodes (the same ones, sampled alike, as rows of the one-process batch), the advantages are
   normalised and the losses averaged over every process's tokens, gradients averaged; rank 0
   evaluates and saves (``lm_toolkit.distributed``).
-* ``baselines/nlpo.py`` is this algorithm with an :class:`ActionMask`: ``main``'s
-  ``action_mask`` restricts sampling and the update to a mask model's top-p tokens.
+* ``baselines/nlpo.py`` is this algorithm with its sampling and update restricted to a mask
+  model's top-p tokens; it reuses this file's pieces (arguments, GAE, advantages, losses, KL
+  controller) in a loop of its own.
 
 Examples::
 
@@ -44,25 +45,24 @@ Examples::
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import numpy as np
 import torch
 import tyro
 from torch import nn
 
+from lm_gym.metrics.corpus import task_env
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, above, at_least, check_args, optional, within
-from lm_toolkit.models import frozen_copy, load_policy, load_tokenizer
+from lm_toolkit.models import frozen_copy, load_policy, policy_tokenizer
 from lm_toolkit.optimization import anneal, fused_adamw, optimizer_step
 from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, Turn, evaluator, play_round
-from lm_toolkit.runs import Run, setup
-from lm_toolkit.sampling import LogitsHook
-from lm_toolkit.stats import Stats
-from lm_toolkit.tasks import make_vector_env, task_lengths, task_of
+from lm_toolkit.runs import Run, due, setup
+from lm_toolkit.sampling import TokenScores
+from lm_toolkit.tasks import task_lengths, vector_env_for_split
+from lm_toolkit.training_stats import Stats
 
 
 @dataclass
@@ -91,19 +91,6 @@ class Args(OnlineArgs):
     """horizon (in episodes) of the adaptive KL controller's update"""
 
 
-class ActionMask(Protocol):
-    """A restriction of the policy to a set of allowed tokens per step (NLPO's top-p mask, ``nlpo.py``)."""
-
-    hook: LogitsHook  # applied while sampling (rollouts and evaluation); keeps each turn's allowed sets
-    models: dict[str, Any]  # saved in the checkpoint under their names
-
-    def allowed(self, turns: list[Turn], index: np.ndarray, width: int) -> torch.Tensor:
-        """The allowed tokens (b, width, V booleans) of ``turns[index]``' response positions, as sampled."""
-
-    def after_update(self, iteration: int, policy) -> None:
-        """Called after each iteration's update (NLPO refreshes its mask model here)."""
-
-
 def gae(
     turns: list[Turn], token_rewards: np.ndarray, values: np.ndarray, num_envs: int, gamma: float, gae_lambda: float
 ) -> np.ndarray:
@@ -123,10 +110,17 @@ def gae(
 
 
 def advantages_and_returns(
-    actor: TextPolicy, reference, batch: TurnBatch, turns: list[Turn], kl_coef: float, args: Args
+    actor: TextPolicy,
+    reference,
+    batch: TurnBatch,
+    turns: list[Turn],
+    values: torch.Tensor,
+    kl_coef: float,
+    args: Args,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per token: the advantages (GAE, normalised over every process's tokens), the value targets and the
-    KL estimate to ``reference``. The reward: ``-kl_coef * KL`` per token, plus the env's on the last one."""
+    """Per token: the advantages (GAE on ``values``, the rollout's value estimates in units of returns;
+    normalised over every process's tokens), the value targets and the KL estimate to ``reference``. The
+    reward: ``-kl_coef * KL`` per token, plus the env's on the last one."""
     token_mask = batch.response_mask.float()
     chunks = np.array_split(np.arange(len(turns)), args.num_minibatches)  # no rollout-sized (B, T, V) buffer
     with torch.no_grad():
@@ -136,12 +130,36 @@ def advantages_and_returns(
     last = token_mask.sum(1).long() - 1
     rewards[torch.arange(len(turns)), last] += torch.tensor([t.reward for t in turns], device=kl.device)
     num_envs = max(t.env for t in turns) + 1
-    values = batch.old_values.cpu().numpy()
-    advantages = gae(turns, rewards.cpu().numpy(), values, num_envs, args.gamma, args.gae_lambda)
+    advantages = gae(turns, rewards.cpu().numpy(), values.cpu().numpy(), num_envs, args.gamma, args.gae_lambda)
     advantages = torch.tensor(advantages, device=kl.device)
-    returns = advantages + batch.old_values
+    returns = advantages + values
     mean, std = distributed.masked_moments(advantages, token_mask.bool())  # over every process's tokens
     return (advantages - mean) / (std + 1e-8) * token_mask, returns, kl
+
+
+def losses(
+    new: TokenScores,
+    batch: TurnBatch,
+    mb: np.ndarray,
+    advantages: torch.Tensor,
+    returns: torch.Tensor,
+    old_values: torch.Tensor,
+    args: Args,
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """PPO's loss on minibatch ``mb`` of turns, from its new log-probs, values and entropy (``new``): the clipped
+    policy loss, the (clipped) value loss against ``returns`` around ``old_values`` (both in the value head's
+    units) and the entropy bonus. Returns the loss, the token count it averages over and its statistics."""
+    m = batch.response_mask[mb].float()
+    count = m.sum()
+    pg_loss, pg_stats = clipped_surrogate(new.log_probs, batch.old_log_probs[mb], advantages[mb], m, args.clip_coef)
+    value_error = (new.values - returns[mb]) ** 2
+    if args.clip_vloss:
+        clipped = old_values[mb] + (new.values - old_values[mb]).clamp(-args.clip_coef, args.clip_coef)
+        value_error = torch.max(value_error, (clipped - returns[mb]) ** 2)
+    vf_loss = 0.5 * (value_error * m).sum() / count
+    entropy = (new.entropy * m).sum() / count
+    loss = pg_loss + args.vf_coef * vf_loss - args.ent_coef * entropy
+    return loss, count, {"pg_loss": pg_loss, "vf_loss": vf_loss, "entropy": entropy, **pg_stats}
 
 
 def update(
@@ -152,33 +170,21 @@ def update(
     turns: list[Turn],
     advantages: torch.Tensor,
     returns: torch.Tensor,
+    old_values: torch.Tensor,
     args: Args,
-    mask: ActionMask | None = None,
 ) -> Stats:
     """PPO's update: ``--update-epochs`` epochs of ``--num-minibatches`` minibatches of turns (the policy in
     eval mode: dropout off, so log-probs match the rollout's), clipped policy and value losses."""
-    token_mask, old_values, width = batch.response_mask.float(), batch.old_values, batch.response_mask.shape[1]
     stats = Stats()
     for _ in range(args.update_epochs):
         order = torch.randperm(len(turns)).numpy()
         for mb in np.array_split(order, args.num_minibatches):  # as many on every process
-            keep = mask.allowed(turns, mb, width) if mask else None
             entropy = "loss" if args.ent_coef else "statistic"
-            new = actor.score(*batch.rows(mb), value_head=actor.value_head, keep=keep, entropy=entropy)
-            m, count = token_mask[mb], token_mask[mb].sum()
-            pg_loss, pg_stats = clipped_surrogate(
-                new.log_probs, batch.old_log_probs[mb], advantages[mb], m, args.clip_coef
-            )
-            value_error = (new.values - returns[mb]) ** 2
-            if args.clip_vloss:
-                clipped = old_values[mb] + (new.values - old_values[mb]).clamp(-args.clip_coef, args.clip_coef)
-                value_error = torch.max(value_error, (clipped - returns[mb]) ** 2)
-            vf_loss = 0.5 * (value_error * m).sum() / count
-            entropy = (new.entropy * m).sum() / count
-            loss = pg_loss + args.vf_coef * vf_loss - args.ent_coef * entropy
+            new = actor.score(*batch.rows(mb), value_head=actor.value_head, entropy=entropy)
+            loss, count, loss_stats = losses(new, batch, mb, advantages, returns, old_values, args)
             optimizer_step(optimizer, loss * distributed.weight(count), parameters, args.max_grad_norm)
-            stats.add(pg_loss=pg_loss, vf_loss=vf_loss, entropy=entropy, **pg_stats)
-            if args.target_kl is not None and distributed.mean(pg_stats["approx_kl"]) > args.target_kl:
+            stats.add(**loss_stats)
+            if args.target_kl is not None and distributed.mean(loss_stats["approx_kl"]) > args.target_kl:
                 return stats
     return stats
 
@@ -193,11 +199,10 @@ def adapt_kl_coef(kl_coef: float, kl: torch.Tensor, num_turns: int, args: Args) 
     return kl_coef, mean_kl
 
 
-def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMask] | None = None) -> dict:
-    """Train; ``action_mask(policy, tokenizer, lengths, run)`` builds the restriction that makes this NLPO."""
+def main(args: Args) -> dict:
     env_kwargs, model_config = check_args(
         args,
-        f"{algorithm}.py",
+        "ppo.py",
         num_envs=at_least(1),
         num_minibatches=within(1, args.num_envs, text="in [1, num_envs]"),
         gamma=within(0, 1),
@@ -206,7 +211,7 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         kl_target=optional(above(0)),
     )
     device, autocast = setup(args)
-    run = Run(args, algorithm)
+    run = Run(args, "ppo")
 
     # Envs: the native batched vector env for rollouts (train split: this process's part) and evaluation.
     first_env, num_envs = distributed.shard(args.num_envs, "--num-envs")
@@ -214,13 +219,13 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         raise ValueError(
             f"--num-minibatches ({args.num_minibatches}) must be at most the episodes per process ({num_envs})"
         )
-    train_env = make_vector_env(args.env_id, env_kwargs, "train", num_envs)
-    eval_env = make_vector_env(args.env_id, env_kwargs, "validation", args.eval_batch_size)
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task_of(train_env))
+    train_env = vector_env_for_split(args.env_id, env_kwargs, "train", num_envs)
+    eval_env = vector_env_for_split(args.env_id, env_kwargs, "validation", args.eval_batch_size)
+    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task_env(train_env))
 
     # Models: the policy with a value head on its last hidden states, and the frozen reference.
     source = run.source(args.init_from or args.model_name)
-    tokenizer = load_tokenizer(task_of(train_env), source)
+    tokenizer = policy_tokenizer(task_env(train_env), source)
     policy = (
         load_policy(source, model_config, tokenizer, args.seed).to(device).eval()
     )  # dropout off: rollout and update log-probs agree
@@ -236,18 +241,18 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
         value_head.load_state_dict(state["value_head"])
         optimizer.load_state_dict(state["optimizer"])
         kl_coef = state["kl_coef"]
-    mask = action_mask(policy, tokenizer, lengths, run) if action_mask is not None else None
-    actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head, mask.hook if mask else None)
+    actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head)
 
     evaluation = evaluator(eval_env, actor, args, autocast)
 
     def save() -> None:
-        models = {"reference": reference, **(mask.models if mask else {})}
         state = {"value_head": value_head.state_dict(), "optimizer": optimizer.state_dict(), "kl_coef": kl_coef}
-        run.save(policy, tokenizer, state, models=models, frozen=["reference"])
+        run.save(policy, tokenizer, state, models={"reference": reference}, frozen=["reference"])
 
-    run.begin([policy], f"{args.num_envs} episodes x {args.iterations} iterations", evaluation)
-    for iteration in run.steps(args.iterations):
+    run.begin([policy], f"{args.num_envs} episodes x {args.iterations} iterations", args.iterations)
+    if distributed.is_main() and not run.resuming:
+        run.initial = evaluation()
+    for iteration in range(run.step + 1, args.iterations + 1):
         anneal(optimizer, args.learning_rate, iteration, args.iterations, args.anneal_lr)
 
         # ---- rollout: one episode per env; every turn is one batched sampling pass + one env step
@@ -257,17 +262,29 @@ def main(args: Args, algorithm: str = "ppo", action_mask: Callable[..., ActionMa
             rollout = play_round(train_env, actor, seed, first_env=first_env)
         batch = TurnBatch.of(rollout.turns, tokenizer.pad_token_id, device)
         with autocast:
-            advantages, returns, kl = advantages_and_returns(actor, reference, batch, rollout.turns, kl_coef, args)
+            advantages, returns, kl = advantages_and_returns(
+                actor, reference, batch, rollout.turns, batch.old_values, kl_coef, args
+            )
         rollout_seconds = time.time() - iteration_start  # generation, scoring, forward passes, advantages
-        with autocast:
-            stats = update(actor, optimizer, parameters, batch, rollout.turns, advantages, returns, args, mask)
-        if mask:
-            mask.after_update(iteration, policy)
-        kl_coef, mean_kl = adapt_kl_coef(kl_coef, kl, len(rollout.turns), args)
 
+        # ---- update, then the KL controller
+        with autocast:
+            stats = update(
+                actor, optimizer, parameters, batch, rollout.turns, advantages, returns, batch.old_values, args
+            )
+        kl_coef, mean_kl = adapt_kl_coef(kl_coef, kl, len(rollout.turns), args)
         row = run.rollout_row(rollout, batch.response_mask.float(), optimizer, iteration_start, rollout_seconds)
         row |= {"kl": mean_kl, "kl_coef": kl_coef, **stats.means()}
-        if run.end_step(row, evaluate=evaluation, save=save, show=("mean_return", "kl")):
+
+        # ---- evaluation and checkpoint when due, and at the last iteration (or past --time-limit-minutes)
+        last = run.out_of_time() or iteration == args.iterations
+        if distributed.is_main() and (due(iteration, args.eval_every) or last):
+            run.final = evaluation()
+            row |= run.final.curve_entries() if run.final else {}
+        run.log(iteration, row, show=("mean_return", "kl"))
+        if distributed.is_main() and (due(iteration, args.save_every) or last):
+            save()
+        if last:
             break
     return run.finish(device)
 

@@ -55,14 +55,14 @@ import tyro
 
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OfflineArgs, Rule, check_args, integer, optional, within
-from lm_toolkit.models import check_positions, load_policy, load_tokenizer
+from lm_toolkit.models import check_positions, load_policy, policy_tokenizer
 from lm_toolkit.offline import load_offline_dataset
 from lm_toolkit.optimization import adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.rollouts import TextPolicy, evaluator
-from lm_toolkit.runs import Run, setup
-from lm_toolkit.stats import Stats
-from lm_toolkit.tasks import make_vector_env, task_lengths
+from lm_toolkit.runs import Run, due, setup
+from lm_toolkit.tasks import task_lengths, vector_env_for_split
 from lm_toolkit.tokens import encode_prompts, encode_targets, supervised_batch
+from lm_toolkit.training_stats import Stats
 
 
 @dataclass
@@ -117,7 +117,7 @@ def main(args: Args) -> dict:
 
     # ---- demonstrations as token ids, the model, its optimizer and schedule
     pairs, task = demonstrations(args, env_kwargs)
-    tokenizer = load_tokenizer(task, run.source(args.model_name))
+    tokenizer = policy_tokenizer(task, run.source(args.model_name))
     prompts = encode_prompts(tokenizer, [observation for observation, _ in pairs], lengths)
     targets = encode_targets(tokenizer, [utterance for _, utterance in pairs], lengths)
     model = load_policy(run.source(args.model_name), model_config, tokenizer, args.seed).to(device).train()
@@ -134,7 +134,7 @@ def main(args: Args) -> dict:
 
     # ---- evaluation on the validation split, as the RL baselines evaluate
     eval_env = (
-        make_vector_env(args.env_id, env_kwargs, "validation", min(args.eval_batch_size, args.eval_episodes))
+        vector_env_for_split(args.env_id, env_kwargs, "validation", min(args.eval_batch_size, args.eval_episodes))
         if args.eval_episodes
         else None
     )
@@ -148,10 +148,12 @@ def main(args: Args) -> dict:
     run.begin(
         [model],
         f"{len(prompts)} demonstrations, {'seq2seq' if is_seq2seq else 'causal'} model, {total_steps} steps",
-        evaluation,
+        total_steps,
     )
+    if distributed.is_main() and not run.resuming:
+        run.initial = evaluation()
     losses = Stats()
-    for step in run.steps(total_steps):
+    for step in range(run.step + 1, total_steps + 1):
         step_start = time.time()
         index = distributed.shard_indices(
             batch_indices(args.seed, step, steps_per_epoch, args.batch_size, len(prompts))
@@ -170,8 +172,16 @@ def main(args: Args) -> dict:
         seconds = time.time() - step_start
         run.count(tokens=tokens, token_seconds=seconds, episodes=len(index), episode_seconds=seconds)
         losses.add(loss=loss)
-        row = run.window_row(losses, lr=learning_rate, tokens=run.counters["tokens"])
-        if run.end_step(row, evaluate=evaluation, save=save, show=("loss",)):
+        row = run.window_row(losses, step, total_steps, lr=learning_rate, tokens=run.counters["tokens"])
+        # ---- evaluation and checkpoint when due, and at the last step (or past --time-limit-minutes)
+        last = run.out_of_time() or step == total_steps
+        if distributed.is_main() and (due(step, args.eval_every) or last):
+            run.final = evaluation()
+            row |= run.final.curve_entries() if run.final else {}
+        run.log(step, row, show=("loss",))
+        if distributed.is_main() and (due(step, args.save_every) or last):
+            save()
+        if last:
             break
     return run.finish(device)
 

@@ -95,7 +95,8 @@ from lm_gym.core.registration import task_class
 from lm_gym.core.text_env import SingleTurnTextEnv
 from lm_gym.core.vector import episode_info
 from lm_gym.metrics import corpus_metrics
-from lm_gym.results import git_commit, library_versions, summarize_episodes
+from lm_gym.results import git_commit, library_versions
+from lm_gym.results.evaluation import summarize_episodes
 from lm_gym.results.stats import markdown_table
 
 #: Episode ``j`` of every policy is reset with seed ``SEED + j``; the random tokens draw from it too.

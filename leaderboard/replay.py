@@ -194,7 +194,7 @@ def _play(venv: Any, utterances: list[list[str]]) -> list[dict[str, Any] | str]:
     """Each sub-env ``j`` reset with seed ``EVAL_SEED + j`` and stepped with ``utterances[j]`` in order: the
     sample it gives (``episode_samples``), or why it could not be played."""
     from lm_gym.core.vector import episode_info
-    from lm_gym.results import episode_samples
+    from lm_gym.results.evaluation import episode_samples
 
     count = len(utterances)
     observations, _ = venv.reset(seed=EVAL_SEED)

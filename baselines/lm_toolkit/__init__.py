@@ -20,7 +20,7 @@ loop. What they share lives here, one module per job:
 * :mod:`lm_toolkit.policy_gradient`: a rollout's turns as tensors, PPO's clipped surrogate.
 * :mod:`lm_toolkit.optimization`: optimizer steps, learning-rate annealing and schedules, AdamW,
   offline data order.
-* :mod:`lm_toolkit.stats`: per-update statistics, averaged over the processes.
+* :mod:`lm_toolkit.training_stats`: per-update statistics, averaged over the processes.
 * :mod:`lm_toolkit.runs`: seeding, device, W&B, curves, atomic checkpoint/resume, ``result.json``.
 * :mod:`lm_toolkit.distributed`: data-parallel runs under ``torchrun`` (shards, gradient averaging,
   losses and statistics over every process).

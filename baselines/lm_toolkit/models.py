@@ -13,7 +13,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 from lm_gym.core.registration import resolve_tokenizer
 
 
-def load_tokenizer(task, source: str | None):
+def policy_tokenizer(task, source: str | None):
     """``source``'s tokenizer, or (``None``) the BPE tokenizer lm-gym trains offline on the task's text;
     with a pad token."""
     tokenizer = resolve_tokenizer(task, source)

@@ -9,11 +9,11 @@ its next turn (VisDial: a question is rewarded when it is answered).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from lm_gym.results import episode_samples, summarize_episodes
+from lm_gym.results.evaluation import Evaluation, episode_samples, summarize_episodes
 from lm_toolkit.rollouts import TextPolicy, Turn, episode_uniforms, numeric_metrics
 
 MAX_LOOP_CYCLES = 10_000  # a guard on the loop only: every game ends by its env's max_cycles long before
@@ -176,13 +176,13 @@ def evaluate_games(
     num_games: int,
     seed: int,
     shared_policy: bool,
-) -> tuple[dict[str, Any] | None, list]:
+) -> Evaluation | None:
     """``num_games`` validation games (game j reset with seed ``seed + j``, sampled with the random numbers of row j):
     ``mean_return`` is the mean over games of the agents' mean return, with each agent's return, the mean reward of an
-    utterance and the env's metrics. Returns the evaluation and its first games' texts (``lm_gym.results``'
-    ``samples``: the first speaker's first observation, then the game's lines); ``(None, [])`` without games."""
+    utterance and the env's metrics. Returns the evaluation (its samples: the first games' texts, the first
+    speaker's first observation, then the game's lines); ``None`` without games."""
     if num_games == 0:
-        return None, []
+        return None
     returns, metrics, texts = [], [], []
     agents = envs[0].possible_agents
     for first in range(0, num_games, len(envs)):
@@ -195,4 +195,4 @@ def evaluate_games(
             returns.append(float(played.returns[j].mean()))
             metrics.append({**per_agent, **played.finals[j], "utterance_reward": utterance_reward})
             texts.append(played.texts[j])
-    return summarize_episodes(returns, metrics), episode_samples(texts, returns)
+    return Evaluation(summarize_episodes(returns, metrics), samples=episode_samples(texts, returns))

@@ -17,12 +17,10 @@ import numpy as np
 import torch
 
 from lm_gym.core.vector import episode_info
-from lm_gym.metrics import corpus_metrics
-from lm_gym.metrics.corpus import text_env_of
-from lm_gym.results import episode_samples, summarize_episodes
+from lm_gym.results.evaluation import Evaluation, evaluate_episodes
 from lm_toolkit.arguments import is_number
 from lm_toolkit.sampling import LogitsHook, Samples, TokenScores, response_log_probs, sample
-from lm_toolkit.tasks import Lengths, task_of
+from lm_toolkit.tasks import Lengths
 from lm_toolkit.tokens import encode_prompts
 
 MAX_TURNS = 256  # an episode still running after this many turns is a task bug
@@ -183,19 +181,20 @@ def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool
     raise RuntimeError(f"episodes still running after {MAX_TURNS} turns")
 
 
-def evaluate(venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: bool, perplexity_model: str | None = None):
+def evaluate(
+    venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: bool, perplexity_model: str | None = None
+) -> Evaluation | None:
     """``num_episodes`` validation episodes (episode j reset with seed ``seed + j`` and sampled
     with :func:`episode_uniforms` of row j), so every evaluation of every run plays the same
     episodes with the same random numbers, whatever the batch size, and training's random
     streams are untouched.
 
-    Returns the evaluation (``lm_gym.results.summarize_episodes``: returns, per-episode metrics
-    and the task's corpus metrics) and a few sample episodes; ``(None, [])`` without episodes.
-    On several tasks (``lm_gym/Mixture-v0``) the evaluation also holds each task's, as
-    ``"<task id>/<metric>"`` entries (:func:`task_entries`), and its corpus metrics are the tasks'.
+    Returns their :class:`~lm_gym.results.evaluation.Evaluation` (returns, per-episode metrics,
+    the task's corpus metrics, each task's own on several tasks, a few sample episodes:
+    ``lm_gym.results.evaluation.evaluate_episodes``); ``None`` without episodes.
     """
     if num_episodes == 0:
-        return None, []
+        return None
     policy = dataclasses.replace(policy, value_head=None)  # values are for training's advantages only
     was_training = policy.model.training
     policy.model.eval()
@@ -207,39 +206,12 @@ def evaluate(venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: boo
         metrics.extend(played.metrics[:counted])
         finals.extend(played.finals[:counted])
     policy.model.train(was_training)
-    per_task = task_entries(venv, returns, metrics, finals, perplexity_model)
-    corpus = {} if per_task else corpus_metrics(venv, finals, language_model=perplexity_model)
-    return {**summarize_episodes(returns, metrics, corpus), **per_task}, episode_samples(finals, returns)
+    return evaluate_episodes(venv, returns, metrics, finals, perplexity_model)
 
 
-def task_entries(venv, returns, metrics, finals, perplexity_model: str | None = None) -> dict[str, float]:
-    """Each task's evaluation of episodes of several tasks, grouped by their ``info["task"]``
-    (``lm_gym/Mixture-v0``), as ``"<task id>/<metric>"`` entries: ``summarize_episodes`` of its
-    episodes with its own corpus metrics (``corpus_metrics`` of the mixture's env of that task);
-    ``{}`` when the episodes name no task. ``lm_gym.results.task_evaluations`` splits them off again."""
-    tasks = [final.get("task") for final in finals]
-    names = sorted({task for task in tasks if isinstance(task, str)})
-    if not names:
-        return {}
-    served = task_of(venv)
-    served = served if callable(getattr(served, "corpus_metrics", None)) else None  # lm_gym/Remote-v0
-    task_envs = {} if served is not None else getattr(text_env_of(venv), "task_envs", {})
-    entries: dict[str, float] = {}
-    for name in names:
-        rows = [i for i, task in enumerate(tasks) if task == name]
-        group = [finals[i] for i in rows]
-        if served is not None:  # the server computes each of its tasks' corpus metrics
-            corpus = served.corpus_metrics(group, language_model=perplexity_model, task=name)
-        else:
-            corpus = (
-                corpus_metrics(task_envs[name], group, language_model=perplexity_model) if name in task_envs else {}
-            )
-        evaluation = summarize_episodes([returns[i] for i in rows], [metrics[i] for i in rows], corpus)
-        entries.update({f"{name}/{key}": value for key, value in evaluation.items()})
-    return entries
-
-
-def evaluator(venv, policy: TextPolicy, args, autocast: contextlib.AbstractContextManager, *modules) -> Callable:
+def evaluator(
+    venv, policy: TextPolicy, args, autocast: contextlib.AbstractContextManager, *modules
+) -> Callable[[], Evaluation | None]:
     """The evaluation a run repeats, by ``args``' flags (``--eval-episodes``, ``--eval-seed``, ``--eval-greedy``,
     ``--perplexity-model``), under ``autocast``; ``modules`` beside the policy (e.g. a value trunk) are put in
     eval mode for it too."""

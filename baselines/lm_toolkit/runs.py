@@ -1,13 +1,15 @@
-"""A baseline run's bookkeeping: seeding and device, the step loop's schedule (evaluation, curves,
-W&B, time limit, checkpoints), atomic checkpoint/resume and ``result.json``.
+"""A baseline run's bookkeeping: seeding and device, curves and W&B, the time limit, atomic
+checkpoint/resume and ``result.json``. The loop, and when it evaluates and saves, is the algorithm
+file's own; this module gives it plain helpers (:func:`due`, :meth:`Run.out_of_time`, :meth:`Run.log`,
+:meth:`Run.save`, :meth:`Run.finish`).
 
 In a data-parallel run (``torchrun``, :mod:`lm_toolkit.distributed`) every process runs the
-loop; rank 0 alone evaluates, logs, saves and writes ``result.json``, and the time limit is its clock's.
+loop; rank 0 alone evaluates, saves and writes ``result.json``, and the time limit is its clock's.
 
 A checkpoint is a folder ``out_dir/checkpoint``: the policy and tokenizer (``save_pretrained``),
 named sub-models (the frozen reference, a mask model, a value trunk), extra files, and
 ``trainer_state.pt`` with the algorithm's state (optimizer, ...), the run's own (step, curves,
-starting evaluation, wall time, throughput counters) and every RNG state. It is written beside
+starting and latest evaluations, wall time, throughput counters) and every RNG state. It is written beside
 and swapped in, so a run killed while saving resumes from the previous one.
 """
 
@@ -19,7 +21,7 @@ import random
 import resource
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from lm_gym.results import make_result, task_evaluations, write_result
+from lm_gym.results import make_result, write_result
+from lm_gym.results.evaluation import Evaluation
 from lm_toolkit import distributed
 from lm_toolkit.rollouts import mean_metrics
 
@@ -88,22 +91,31 @@ def format_eval(evaluation: Mapping[str, float] | None) -> str:
     return "not evaluated" if not evaluation else ", ".join(f"{key} {value:.4g}" for key, value in evaluation.items())
 
 
-def eval_entries(row: Mapping[str, Any]) -> dict[str, float]:
-    """The evaluation recorded in a curves row (its ``eval/`` keys)."""
-    return {key.removeprefix("eval/"): value for key, value in row.items() if key.startswith("eval/")}
+def due(step: int, every: int) -> bool:
+    """Whether a ``--eval-every`` / ``--save-every`` / ``--log-every`` schedule falls on ``step`` (0: never)."""
+    return every > 0 and step % every == 0
 
 
 class Run:
-    """One baseline run in ``args.out_dir``: its step counter, curves, schedule, checkpoints and result.
+    """One baseline run in ``args.out_dir``: its step counter, curves, evaluations, checkpoints and result.
 
-    The loop of an algorithm file::
+    The loop is the algorithm file's; it calls these helpers::
 
         run = Run(args, "ppo")
         state = run.restore() if run.resuming else None      # the algorithm's saved state
-        run.begin(description, evaluate)                     # W&B, the starting policy's evaluation
-        for step in run.steps(total):
+        run.begin(trained, description, total)               # rank 0's weights everywhere, W&B, progress
+        if distributed.is_main() and not run.resuming:
+            run.initial = evaluate()                         # the starting policy, as the final one
+        for step in range(run.step + 1, total + 1):
             ...                                              # the algorithm
-            if run.end_step(row, evaluate=..., save=...):   # evaluation, curves, checkpoint when due
+            last = run.out_of_time() or step == total
+            if distributed.is_main() and (due(step, args.eval_every) or last):
+                run.final = evaluate()
+                row |= run.final.curve_entries() if run.final else {}
+            run.log(step, row)                               # curves, W&B, progress bar
+            if distributed.is_main() and (due(step, args.save_every) or last):
+                save()                                       # run.save(models, state)
+            if last:
                 break
         return run.finish(device)                            # result.json
     """
@@ -117,15 +129,14 @@ class Run:
         self.resuming = bool(args.resume) and (self.checkpoint_dir / TRAINER_STATE).is_file()
         if args.resume and not self.resuming:
             print(f"--resume: no trainer state in {self.checkpoint_dir}, starting fresh")
-        self.step = 0
+        self.step = 0  # the last step logged
         self.curves: list[dict[str, Any]] = []
-        self.initial_eval: dict[str, float] | None = None
-        self.samples: list[dict[str, Any]] = []  # a few episodes of the latest evaluation
+        self.initial: Evaluation | None = None  # the starting policy's evaluation
+        self.final: Evaluation | None = None  # the latest evaluation: the final one once the loop ends
         self.elapsed_before = 0.0  # wall time of the runs this one resumes
         self.counters = {"tokens": 0, "token_seconds": 0.0, "episodes": 0, "episode_seconds": 0.0}
         self.tracker = None
         self.progress = None
-        self.total = 0
         self.communicated = 0.0  # distributed.communication_seconds() at the last rollout row
 
     def source(self, name: str | None) -> str | None:
@@ -136,17 +147,23 @@ class Run:
         """Restore the run's bookkeeping and every RNG from the checkpoint; return the algorithm's saved state."""
         saved = torch.load(self.checkpoint_dir / TRAINER_STATE, map_location="cpu", weights_only=True)
         own = saved.pop("run")
-        self.step, self.curves, self.initial_eval = own["step"], own["curves"], own["initial_eval"]
+        self.step, self.curves = own["step"], own["curves"]
+        self.initial, self.final = Evaluation.of_state(own["initial"]), Evaluation.of_state(own["final"])
         self.elapsed_before, self.counters = own["wall_time_s"], own["counters"]
         set_rng_state(saved.pop("rng"))
         return saved
 
-    def begin(
-        self, trained: Sequence[Any], description: str, evaluate: Callable[[], tuple[dict | None, list[dict]]]
-    ) -> None:
+    def begin(self, trained: Sequence[Any], description: str, total: int) -> None:
         """Give every process rank 0's ``trained`` modules, announce the run (their size, ``description``),
-        start W&B (``--track``) and evaluate the starting policy exactly as the final one."""
+        start W&B (``--track``) and the progress bar over ``total`` steps."""
         distributed.broadcast_modules(trained)
+        self.progress = tqdm(
+            total=total,
+            initial=min(self.step, total),
+            desc=self.algorithm,
+            dynamic_ncols=True,
+            disable=not distributed.is_main(),
+        )
         if not distributed.is_main():
             return
         parameters = sum(
@@ -166,23 +183,11 @@ class Run:
             self.tracker = wandb.init(
                 project=self.args.wandb_project, config=asdict(self.args), dir=str(self.out_dir), name=name
             )
-        if not self.resuming:
-            self.initial_eval, self.samples = evaluate()
 
-    def steps(self, total: int) -> Iterator[int]:
-        """Step numbers from after the last saved one up to ``total``, with a progress bar."""
-        self.total = total
-        self.progress = tqdm(
-            total=total,
-            initial=min(self.step, total),
-            desc=self.algorithm,
-            dynamic_ncols=True,
-            disable=not distributed.is_main(),
-        )
-        for step in range(self.step + 1, total + 1):
-            self.step = step
-            yield step
-        self.progress.close()
+    def out_of_time(self) -> bool:
+        """Whether ``--time-limit-minutes`` has passed (rank 0's clock; every process must ask, and all agree)."""
+        limit = self.args.time_limit_minutes
+        return distributed.agree(limit is not None and time.time() - self.start_time > 60 * limit)
 
     def count(
         self, *, tokens: int = 0, token_seconds: float = 0.0, episodes: int = 0, episode_seconds: float = 0.0
@@ -228,39 +233,23 @@ class Run:
             **communication,
         }
 
-    def window_row(self, stats, **extra: float) -> dict[str, Any]:
-        """Every ``--log-every`` steps and at the last: the means of ``stats``' window (emptied) and ``extra``."""
-        if self.step % self.args.log_every and self.step < self.total:
+    def window_row(self, stats, step: int, total: int, **extra: float) -> dict[str, Any]:
+        """Every ``--log-every`` steps and at step ``total``: the means of ``stats``' window (emptied) and
+        ``extra``; ``{}`` at other steps."""
+        if not (due(step, self.args.log_every) or step >= total):
             return {}
         return {**stats.means(), **extra}
 
-    def end_step(
-        self, row: dict[str, Any], *, evaluate: Callable, save: Callable[[], None], show: Sequence[str] = ()
-    ) -> bool:
-        """After a step: evaluate when due (``--eval-every``), at the last step or past ``--time-limit-minutes``;
-        record ``row`` (when it or the evaluation has entries) in the curves and W&B; save when due
-        (``--save-every``) or at the end. Returns whether the run stops here."""
-        args, step, main = self.args, self.step, distributed.is_main()
-        out_of_time = distributed.agree(
-            args.time_limit_minutes is not None and time.time() - self.start_time > 60 * args.time_limit_minutes
-        )
-        last = step >= self.total or out_of_time
-        if main and ((args.eval_every and step % args.eval_every == 0) or last):
-            evaluation, samples = evaluate()
-            if evaluation is not None:
-                row = {**row, **{f"eval/{key}": value for key, value in evaluation.items()}}
-                self.samples = samples
+    def log(self, step: int, row: dict[str, Any], show: Sequence[str] = ()) -> None:
+        """Step ``step`` is done: ``row`` (when it has entries) goes into the curves and W&B; the progress bar
+        moves on, showing ``row``'s ``show`` entries."""
+        self.step = step
         if row:
             self.curves.append({"step": step, **row})
             if self.tracker is not None:
                 self.tracker.log(row, step=step)
         self.progress.update(1)
         self.progress.set_postfix({key: f"{row[key]:.4g}" for key in show if key in row})
-        if main and ((args.save_every and step % args.save_every == 0) or last):
-            save()
-        if last:
-            self.progress.close()
-        return last
 
     def save(
         self,
@@ -291,7 +280,8 @@ class Run:
         own = {
             "step": self.step,
             "curves": self.curves,
-            "initial_eval": self.initial_eval,
+            "initial": self.initial.state() if self.initial else None,
+            "final": self.final.state() if self.final else None,
             "wall_time_s": self.wall_time(),
             "counters": self.counters,
         }
@@ -306,26 +296,20 @@ class Run:
         return self.elapsed_before + time.time() - self.start_time
 
     def finish(self, device: torch.device) -> dict[str, Any]:
-        """Write ``result.json`` (``lm_gym.results``; the final evaluation is the last step's) and return it;
-        leave the process group. The other processes of a data-parallel run write nothing and return ``{}``."""
+        """Write ``result.json`` (``lm_gym.results``: the starting and latest evaluations, the curves, the
+        bookkeeping) and return it; close the progress bar and W&B; leave the process group. The other
+        processes of a data-parallel run write nothing and return ``{}``."""
+        self.progress.close()
         main, world_size = distributed.is_main(), distributed.world_size()
         distributed.leave()
         if not main:
             return {}
-        final_eval, final_tasks = task_evaluations(eval_entries(self.curves[-1]) if self.curves else {})
-        initial_eval, initial_tasks = task_evaluations(self.initial_eval)
-        tasks = {  # a run on several tasks: each task's results (its evaluation entries "<task id>/<metric>")
-            task: {"initial_eval": initial_tasks.get(task), "final_eval": final_tasks.get(task)}
-            for task in sorted({*initial_tasks, *final_tasks})
-        }
         counters = self.counters
         result = make_result(
             env_id=self.args.env_id,
             algorithm=self.algorithm,
             seed=self.args.seed,
             config=asdict(self.args),
-            initial_eval=initial_eval,
-            final_eval=final_eval or None,
             curves=self.curves,
             wall_time_s=self.wall_time(),
             tokens_per_s=counters["tokens"] / counters["token_seconds"] if counters["token_seconds"] > 0 else 0.0,
@@ -335,16 +319,16 @@ class Run:
             peak_memory_mb=peak_memory_mb(device),
             checkpoint=self.checkpoint_dir.name,
             device=str(device),
-            samples=self.samples,
             world_size=world_size,
-            tasks=tasks,
+            **Evaluation.result_fields(self.initial, self.final),
         )
         write_result(self.out_dir, result)
+        summary = self.final.summary if self.final else None
         print(
-            f"{self.args.env_id} {self.algorithm} seed {self.args.seed}: final evaluation {format_eval(final_eval)} "
-            f"(start {format_eval(initial_eval)})"
+            f"{self.args.env_id} {self.algorithm} seed {self.args.seed}: final evaluation {format_eval(summary)} "
+            f"(start {format_eval(self.initial.summary if self.initial else None)})"
         )
-        for task, evaluations in tasks.items():
+        for task, evaluations in result.get("tasks", {}).items():
             print(f"  {task}: final evaluation {format_eval(evaluations['final_eval'])}")
         if self.tracker is not None:
             self.tracker.finish()

@@ -5,9 +5,10 @@ nothing builds an env (and its data, its reward model) to look at a signature.
 
 A served task (``--env-id lm_gym/Remote-v0 --env-kwargs '{"url": ...}'``, docs/serving.md) has no
 class here: its vector env is the client (``lm_gym.serve.client.RemoteVectorEnv``, asked for the
-split it plays: ``url`` may be ``{"train": ..., "validation": ...}``), and :func:`task_of` gives
-what a baseline reads about the task (its defaults, tokenizer corpus and corpus metrics), which
-the server answers. ``lm_gym.serve`` (the ``serve`` extra) is imported only for that id.
+split it plays: ``url`` may be ``{"train": ..., "validation": ...}``), and
+``lm_gym.metrics.corpus.task_env`` of it is what a baseline reads about the task (its defaults,
+tokenizer corpus and corpus metrics): the client, whose server answers. ``lm_gym.serve`` (the
+``serve`` extra) is imported only for that id.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def is_remote(env_id: str) -> bool:
     return True
 
 
-def split_kwargs(env_id: str, env_kwargs: dict[str, Any], split: str) -> dict[str, Any]:
+def kwargs_for_split(env_id: str, env_kwargs: dict[str, Any], split: str) -> dict[str, Any]:
     """``env_kwargs`` plus ``split`` when the task takes one; a served task is always asked for ``split``
     (its client checks the server plays it, or picks the server of ``url[split]``)."""
     if is_remote(env_id):
@@ -42,21 +43,15 @@ def split_kwargs(env_id: str, env_kwargs: dict[str, Any], split: str) -> dict[st
     return registration.split_kwargs(env_id, env_kwargs, split)
 
 
-def make_vector_env(env_id: str, env_kwargs: dict[str, Any], split: str, num_envs: int) -> gymnasium.vector.VectorEnv:
+def vector_env_for_split(
+    env_id: str, env_kwargs: dict[str, Any], split: str, num_envs: int
+) -> gymnasium.vector.VectorEnv:
     """The task's native batched vector env on ``split``: one batched reward call per step; for
     ``lm_gym/Remote-v0`` the client's ``num_envs`` sessions of the server (at utterance level)."""
-    kwargs = split_kwargs(env_id, env_kwargs, split)
+    kwargs = kwargs_for_split(env_id, env_kwargs, split)
     if is_remote(env_id):
         kwargs.setdefault("action_level", "utterance")  # the baselines play utterances; a token-level server is refused
     return gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs)
-
-
-def task_of(venv: Any) -> Any:
-    """What holds the task's attributes a baseline reads (``token_level_defaults``, ``generation_defaults``,
-    ``tokenizer_corpus()``, corpus metrics): a native vector env's first copy, or a served task's vector
-    env itself (``lm_gym/Remote-v0``: its server answers)."""
-    envs = getattr(venv, "envs", None)
-    return envs[0] if envs else venv
 
 
 @dataclass(frozen=True)
@@ -79,11 +74,11 @@ def task_lengths(
     """The task's ``token_level_defaults`` and ``generation_defaults`` (IMDB: EOS impossible before 48
     tokens, as RL4LMs generates), overridden by the flags that are set.
 
-    ``env``, one of the task's built envs (:func:`task_of` a vector env), is read instead of the class
-    when given: an env's defaults may depend on its arguments (``lm_gym/Mixture-v0``: its tasks'
+    ``env``, one of the task's built envs (``lm_gym.metrics.corpus.task_env`` of a vector env), is read
+    instead of the class when given: an env's defaults may depend on its arguments (``lm_gym/Mixture-v0``: its tasks'
     longest lengths, no minimum). A served task (``lm_gym/Remote-v0``) needs ``env``: its server has them."""
     if env is None and is_remote(env_id):
-        raise ValueError(f"the lengths of a served task ({env_id}) come from its server: pass env=task_of(vector_env)")
+        raise ValueError(f"the lengths of a served task ({env_id}) come from its server: pass env=task_env(vector_env)")
     cls = registration.task_class(env_id) if env is None else env
     max_new = max_new_tokens or cls.token_level_defaults["max_new_tokens"]
     if min_new_tokens is None:

@@ -27,7 +27,9 @@ from lm_gym.metrics.diversity import diversity
 from lm_gym.metrics.perplexity import perplexity
 
 
-def corpus_metrics(env: Any, episodes: Sequence[dict[str, Any]], language_model: Any = None) -> dict[str, float]:
+def corpus_metrics(
+    env: Any, episodes: Sequence[dict[str, Any]], language_model: Any = None, task: str | None = None
+) -> dict[str, float]:
     """Metrics of a whole evaluation of ``env``'s task, beyond the means of the episodes' ``info["metrics"]``.
 
     Args:
@@ -39,6 +41,9 @@ def corpus_metrics(env: Any, episodes: Sequence[dict[str, Any]], language_model:
         episodes: the final step's ``info`` of each episode (at least one).
         language_model: ``None`` (no perplexity), a causal LM's name/path, or a ``(model,
             tokenizer)`` pair, for ``perplexity_generations`` and ``perplexity_references``.
+        task: on an env of several tasks (``lm_gym/Mixture-v0``, its served client), the corpus
+            metrics of ``episodes`` of that one task, as its own env computes them; an env of one task
+            has no task of that name: ``{}``.
 
     Returns, for a single-turn task (:class:`~lm_gym.core.text_env.SingleTurnTextEnv`): the
     :func:`~lm_gym.metrics.diversity` of the utterances, the task's own corpus metrics
@@ -46,17 +51,20 @@ def corpus_metrics(env: Any, episodes: Sequence[dict[str, Any]], language_model:
     ``perplexity_generations`` and ``perplexity_references`` (:func:`perplexity_metrics`). For
     another task: its own corpus metrics only.
     """
-    own = getattr(getattr(env, "unwrapped", env), "corpus_metrics", None)
-    if callable(own):
-        return dict(own(episodes, language_model=language_model))
-    task = text_env_of(env)
+    served = task_env(env)
+    if not isinstance(served, TextEnv):  # a served task's client: its server computes them
+        named = {} if task is None else {"task": task}
+        return dict(served.corpus_metrics(episodes, language_model=language_model, **named))
+    if task is not None:
+        task_envs = getattr(served, "task_envs", {})
+        return corpus_metrics(task_envs[task], episodes, language_model) if task in task_envs else {}
     if not episodes:
         raise ConfigurationError("corpus_metrics needs at least one episode's final info")
-    if not isinstance(task, SingleTurnTextEnv):
-        return dict(task.task_corpus_metrics(episodes))
+    if not isinstance(served, SingleTurnTextEnv):
+        return dict(served.task_corpus_metrics(episodes))
     _, utterances, _ = episode_texts(episodes)
     results = dict(diversity(utterances))
-    results.update(task.task_corpus_metrics(episodes))
+    results.update(served.task_corpus_metrics(episodes))
     if language_model is not None:
         results.update(perplexity_metrics(episodes, language_model))
     return results
@@ -94,16 +102,21 @@ def perplexity_metrics(episodes: Sequence[dict[str, Any]], language_model: Any) 
     return results
 
 
-def text_env_of(env: Any) -> TextEnv:
-    """The utterance-level :class:`~lm_gym.core.text_env.TextEnv` of ``env``: itself, the env under
-    Gymnasium's wrappers, a token-level env's inner env, or a native vector env's first copy."""
+def task_env(env: Any) -> Any:
+    """What answers for ``env``'s task: the utterance-level :class:`~lm_gym.core.text_env.TextEnv` of an
+    lm-gym env (itself, the env under Gymnasium's wrappers, a token-level env's inner env, or a native
+    vector env's first copy); an env that serves its task itself, i.e. has its own
+    ``corpus_metrics(episodes, language_model=None, task=None)`` method (a served task's client,
+    ``lm_gym/Remote-v0``, whose server answers ``token_level_defaults``, ``tokenizer_corpus()`` and the
+    corpus metrics), is that env. Anything else: :class:`~lm_gym.core.errors.ConfigurationError`."""
     task = getattr(env, "unwrapped", env)
     if isinstance(task, NativeVectorEnv):
         task = task.envs[0]
     if isinstance(task, TokenLevel):
         task = getattr(task.env, "unwrapped", task.env)
-    if not isinstance(task, TextEnv):
+    if not isinstance(task, TextEnv) and not callable(getattr(task, "corpus_metrics", None)):
         raise ConfigurationError(
-            f"env must be an lm-gym env (a TextEnv, or made from one), got {type(env).__name__}: {safe_repr(env)}"
+            f"env must be an lm-gym env (a TextEnv, or made from one) or a served task's client, "
+            f"got {type(env).__name__}: {safe_repr(env)}"
         )
     return task

@@ -1,5 +1,9 @@
-"""What runs leave behind: the one run-result format, ``result.json`` (:mod:`.run_result`), and the
-statistics over seeds that the harness's report and the leaderboard compute from it (:mod:`.stats`)."""
+"""What runs leave behind: the one run-result format, ``result.json`` (:mod:`.run_result`), the evaluations
+it holds (:mod:`.evaluation`), and the statistics over seeds that the harness's report and the leaderboard
+compute from it (:mod:`.stats`).
+
+The package's face hands on the format's names only: :mod:`.evaluation` computes corpus metrics
+(``lm_gym.metrics``, seconds to import), so it is imported by name where it is used."""
 
 from lm_gym.results.run_result import (
     RESULT_FILE,
@@ -7,7 +11,6 @@ from lm_gym.results.run_result import (
     SAMPLE_TEXT_CHARS,
     SCHEMA_VERSION,
     ResultFormatError,
-    episode_samples,
     evaluation_ranges,
     git_commit,
     library_versions,
@@ -15,8 +18,6 @@ from lm_gym.results.run_result import (
     make_result,
     out_of_range,
     result_ranges,
-    summarize_episodes,
-    task_evaluations,
     validate_result,
     write_result,
 )
@@ -27,7 +28,6 @@ __all__ = [
     "SAMPLE_TEXT_CHARS",
     "SCHEMA_VERSION",
     "ResultFormatError",
-    "episode_samples",
     "evaluation_ranges",
     "git_commit",
     "library_versions",
@@ -35,8 +35,6 @@ __all__ = [
     "make_result",
     "out_of_range",
     "result_ranges",
-    "summarize_episodes",
-    "task_evaluations",
     "validate_result",
     "write_result",
 ]

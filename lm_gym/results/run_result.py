@@ -32,12 +32,12 @@ field                  content
 ``device``             the torch device the run used
 ``world_size``         optional: the number of processes of a data-parallel run (``torchrun``); 1 when absent
 ``samples``            optional: a few episodes of the final evaluation, each ``{"prompt": str,
-                       "generation": str, "return": number}`` (:func:`episode_samples`; the
+                       "generation": str, "return": number}`` (``lm_gym.results.evaluation``; the
                        leaderboard shows them)
 ``tasks``              optional, a run on several tasks (``lm_gym/Mixture-v0``): each task's own
                        results, ``{"<task id>": {"initial_eval": <evaluation>, "final_eval":
                        <evaluation>}}``, over the evaluation episodes whose ``info["task"]`` is
-                       that task (:func:`task_evaluations`); its corpus metrics are there too
+                       that task; its corpus metrics are there too
 =====================  ==========================================================================
 
 An evaluation is ``{"num_episodes": int, "mean_return": float, "std_return": float,
@@ -45,12 +45,14 @@ An evaluation is ``{"num_episodes": int, "mean_return": float, "std_return": flo
 ``info["metrics"]`` (IMDB: ``mean_sentiment``, ``mean_num_words``; Wordle: ``mean_solved``,
 ``mean_num_guesses``, ...), and one ``corpus_<metric>`` per metric of the whole set of
 episodes (``lm_gym.metrics.corpus_metrics``: ``corpus_bleu``, ``corpus_cider``,
-``corpus_distinct_2``, ``corpus_perplexity_generations``, ...). :func:`summarize_episodes`
-computes it, so every algorithm reports the same names. Numbers are finite (the file is written
-with ``allow_nan=False``).
+``corpus_distinct_2``, ``corpus_perplexity_generations``, ...).
+``lm_gym.results.evaluation.summarize_episodes`` computes it, so every algorithm reports the same
+names. Numbers are finite (the file is written with ``allow_nan=False``).
 
-Use :func:`make_result` to fill the bookkeeping fields, :func:`write_result` to validate and
-write atomically, :func:`load_result` / :func:`validate_result` to read and check.
+Use :func:`make_result` to fill the bookkeeping fields (the evaluation fields from
+``Evaluation.result_fields(initial, final)``), :func:`write_result` to validate and write
+atomically, :func:`load_result` / :func:`validate_result` to read and check
+(``Evaluation.of_result`` reads the evaluations back).
 """
 
 from __future__ import annotations
@@ -171,34 +173,6 @@ class ResultFormatError(LMGymError, ValueError):
     """A ``result.json`` that does not follow :data:`RESULT_SCHEMA`."""
 
 
-def summarize_episodes(
-    returns: Sequence[float], metrics: Sequence[Mapping[str, Any]], corpus: Mapping[str, float] | None = None
-) -> dict[str, float]:
-    """The evaluation of a run from episode returns and the episodes' ``info["metrics"]``.
-
-    ``metrics[i]`` is episode ``i``'s metrics dict (may be empty); each numeric key becomes
-    ``mean_<key>``, averaged over the episodes that report it. ``corpus``
-    (``lm_gym.metrics.corpus_metrics`` of the same episodes) becomes ``corpus_<key>``.
-    """
-    if not len(returns):
-        raise ValueError("an evaluation needs at least one episode")
-    mean = math.fsum(returns) / len(returns)
-    summary: dict[str, float] = {
-        "num_episodes": len(returns),
-        "mean_return": mean,
-        "std_return": math.sqrt(math.fsum((r - mean) ** 2 for r in returns) / len(returns)),
-    }
-    values: dict[str, list[float]] = {}
-    for episode in metrics:
-        for key, value in episode.items():
-            if isinstance(value, numbers.Real) and not isinstance(value, bool):
-                values.setdefault(f"mean_{key}", []).append(float(value))
-    for key, column in values.items():
-        summary.setdefault(key, math.fsum(column) / len(column))
-    summary.update({f"corpus_{key}": float(value) for key, value in (corpus or {}).items()})
-    return summary
-
-
 def library_versions() -> dict[str, str]:
     """Versions of Python and the libraries a result depends on."""
     versions = {"python": platform.python_version()}
@@ -268,53 +242,6 @@ def make_result(
         "world_size": world_size,
         **({"tasks": {task: dict(results) for task, results in tasks.items()}} if tasks else {}),
     }
-
-
-def episode_samples(
-    finals: Sequence[Mapping[str, Any]], returns: Sequence[float], count: int = 5
-) -> list[dict[str, Any]]:
-    """The first ``count`` episodes of an evaluation as ``{"prompt", "generation", "return"}``.
-
-    ``finals[i]`` is episode ``i``'s last ``info`` with the episode's last observation under
-    ``"observation"``: the generation is that observation after the prompt (a single-turn
-    task's utterance; a multi-turn game's whole transcript), else ``info["utterance"]``.
-    """
-    samples = []
-    for info, episode_return in zip(finals[:count], returns[:count]):
-        prompt, observation = str(info.get("prompt", "")), info.get("observation")
-        if isinstance(observation, str) and observation.startswith(prompt):
-            generation = observation[len(prompt) :].lstrip()
-        else:
-            generation = str(info.get("utterance", observation if isinstance(observation, str) else ""))
-        samples.append(
-            {
-                "prompt": prompt[-SAMPLE_TEXT_CHARS:],
-                "generation": generation[:SAMPLE_TEXT_CHARS],
-                "return": float(episode_return),
-            }
-        )
-    return samples
-
-
-def task_evaluations(evaluation: Mapping[str, float] | None) -> tuple[dict[str, float] | None, dict[str, dict]]:
-    """An evaluation of a run on several tasks split in two: the whole run's entries and each task's.
-
-    The baselines' evaluation of a mixture holds each task's entries as ``"<task id>/<metric>"``
-    (task ids hold a ``/``, metric names none): ``{"mean_return": 0.5, "lm_gym/IMDB-v0/mean_return":
-    0.7}`` gives ``({"mean_return": 0.5}, {"lm_gym/IMDB-v0": {"mean_return": 0.7}})``. ``None`` gives
-    ``(None, {})``.
-    """
-    if evaluation is None:
-        return None, {}
-    whole: dict[str, float] = {}
-    tasks: dict[str, dict[str, float]] = {}
-    for key, value in evaluation.items():
-        task, _, metric = key.rpartition("/")
-        if task:
-            tasks.setdefault(task, {})[metric] = value
-        else:
-            whole[key] = value
-    return whole, tasks
 
 
 def evaluation_ranges(env_id: str, env_kwargs: Mapping[str, Any] | None = None) -> dict[str, Range]:

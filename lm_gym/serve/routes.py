@@ -52,10 +52,10 @@ class TaskRoutes:
     """The routes' answers for one server process's task (``service``: its ``TaskService``)."""
 
     def __init__(self, service: Any):
-        from lm_gym.metrics.corpus import text_env_of
+        from lm_gym.metrics.corpus import task_env
 
         self.service = service
-        self.text_env = text_env_of(service.prototype)
+        self.text_env = task_env(service.prototype)
         self._corpus: dict[str, Any] | None = None
         self._lock = threading.Lock()
 

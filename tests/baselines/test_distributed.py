@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 from lm_gym.results import load_result
 from lm_toolkit import distributed
-from lm_toolkit.models import load_policy, load_tokenizer
+from lm_toolkit.models import load_policy, policy_tokenizer
 from lm_toolkit.rollouts import TextPolicy, episode_uniforms
 from lm_toolkit.tasks import task_lengths
 
@@ -153,7 +153,7 @@ def test_a_row_is_sampled_alike_in_any_batch():
 
     env = gymnasium.make("lm_gym/Prompts-v0").unwrapped
     lengths = task_lengths("lm_gym/Prompts-v0")
-    tokenizer = load_tokenizer(env, None)
+    tokenizer = policy_tokenizer(env, None)
     model = load_policy(None, json.loads(GPT2), tokenizer, seed=0).eval()
     policy = TextPolicy(model, tokenizer, lengths)
     queries = policy.queries(["a short prompt", "another, longer prompt with more words", "x", "the last one"])

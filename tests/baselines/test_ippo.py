@@ -163,9 +163,9 @@ def test_the_value_head_learns_normalised_returns(tmp_path, monkeypatch):
     monkeypatch.setattr(
         ippo.ppo,
         "update",
-        lambda actor, optimizer, parameters, batch, turns, advantages, returns, args: (
-            targets.append((returns[batch.response_mask.bool()].clone(), batch.old_values.abs().max()))
-            or update(actor, optimizer, parameters, batch, turns, advantages, returns, args)
+        lambda actor, optimizer, parameters, batch, turns, advantages, returns, old_values, args: (
+            targets.append((returns[batch.response_mask.bool()].clone(), old_values.abs().max()))
+            or update(actor, optimizer, parameters, batch, turns, advantages, returns, old_values, args)
         ),
     )
     common = dict(model_config=GPT2, num_envs=4, iterations=1, update_epochs=1, num_minibatches=1)
@@ -198,7 +198,7 @@ def test_shaping_adds_the_info_changes_to_the_learners_turns_only(tmp_path):
     get coef x its final gain on top of the env's reward); the returns and the play stay the env's."""
     ippo = load_baseline("ippo")
     envs = [visdial_v0.parallel_env(ranker=AnswerLengthRanker()) for _ in range(3)]
-    tokenizer = ippo.load_tokenizer(envs[0].task, None)
+    tokenizer = ippo.policy_tokenizer(envs[0].task, None)
     lengths = ippo.task_lengths("lm_gym/VisDial-v0")
     lengths = ippo.Lengths(384, lengths.max_new_tokens, lengths.min_new_tokens, "left")
     policy = ippo.load_policy(None, json.loads(GPT2), tokenizer, 0).eval()

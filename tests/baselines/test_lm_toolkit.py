@@ -20,6 +20,7 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 
+from lm_gym.results.evaluation import Evaluation
 from lm_toolkit import arguments, optimization, rollouts, runs, sampling, tasks, tokens
 
 EOS, PAD = 49, 0
@@ -264,11 +265,11 @@ def test_task_settings_are_read_without_building_an_env(monkeypatch):
         raise AssertionError("an env was built to read a setting")
 
     monkeypatch.setattr(gymnasium, "make", refuse)
-    assert tasks.split_kwargs("lm_gym/IMDB-v0", {"source": "synthetic"}, "validation") == {
+    assert tasks.kwargs_for_split("lm_gym/IMDB-v0", {"source": "synthetic"}, "validation") == {
         "source": "synthetic",
         "split": "validation",
     }
-    assert tasks.split_kwargs("lm_gym/Wordle-v0", {}, "validation") == {}  # no splits: played as it is
+    assert tasks.kwargs_for_split("lm_gym/Wordle-v0", {}, "validation") == {}  # no splits: played as it is
     assert tasks.task_lengths("lm_gym/IMDB-v0") == tasks.Lengths(64, 48, 48, "left")
     assert tasks.task_lengths("lm_gym/CNNDailyMail-v0").truncation_side == "right"
     assert tasks.task_lengths("lm_gym/IMDB-v0", max_new_tokens=20).min_new_tokens == 20  # the default is capped
@@ -308,7 +309,7 @@ def test_flags_must_be_finite_numbers_while_env_metrics_keep_nan():
 
 
 def test_evaluation_replays_the_same_episodes_and_leaves_training_rngs_alone():
-    venv = tasks.make_vector_env("lm_gym/Prompts-v0", {"prompt_words": 4, "num_prompts": 16}, "validation", 3)
+    venv = tasks.vector_env_for_split("lm_gym/Prompts-v0", {"prompt_words": 4, "num_prompts": 16}, "validation", 3)
     from lm_gym.core.registration import resolve_tokenizer
 
     tokenizer = resolve_tokenizer(venv.envs[0], None)
@@ -319,11 +320,12 @@ def test_evaluation_replays_the_same_episodes_and_leaves_training_rngs_alone():
     )
     torch.manual_seed(1)
     before = torch.get_rng_state()
-    first, samples = rollouts.evaluate(venv, policy, 5, seed=7, greedy=False)
+    first = rollouts.evaluate(venv, policy, 5, seed=7, greedy=False)
     assert torch.equal(torch.get_rng_state(), before)
-    again, _ = rollouts.evaluate(venv, policy, 5, seed=7, greedy=False)
-    assert first == again and first["num_episodes"] == 5 and len(samples) == 5
-    assert rollouts.evaluate(venv, policy, 0, seed=7, greedy=False) == (None, [])
+    again = rollouts.evaluate(venv, policy, 5, seed=7, greedy=False)
+    assert first == again and first.summary["num_episodes"] == 5 and len(first.samples) == 5
+    assert first.tasks == {}  # one task: no per-task summaries
+    assert rollouts.evaluate(venv, policy, 0, seed=7, greedy=False) is None
 
 
 def test_a_checkpoint_restores_the_run_and_its_random_numbers(tmp_path):
@@ -337,7 +339,11 @@ def test_a_checkpoint_restores_the_run_and_its_random_numbers(tmp_path):
 
     run = runs.Run(args, "test")
     assert not run.resuming and run.source("gpt2") == "gpt2"
-    run.step, run.curves, run.initial_eval = 3, [{"step": 3, "loss": 1.5}], {"mean_return": 0.25}
+    run.step, run.curves = 3, [{"step": 3, "loss": 1.5}]
+    run.initial = Evaluation({"mean_return": 0.25})
+    run.final = Evaluation(
+        {"mean_return": 0.5}, {"a/B-v0": {"mean_return": 0.5}}, [{"prompt": "p", "generation": "g", "return": 0.5}]
+    )
     run.count(tokens=10, token_seconds=2.0)
     run.save(model, Saved(), {"coefficient": 0.5}, models={"reference": model}, frozen=["reference"])
     reference_file = tmp_path / "checkpoint" / "reference" / "model.safetensors"
@@ -354,11 +360,7 @@ def test_a_checkpoint_restores_the_run_and_its_random_numbers(tmp_path):
     resumed = runs.Run(args, "test")
     assert resumed.resuming and resumed.source("gpt2") == str(tmp_path / "checkpoint")
     assert resumed.restore() == {"coefficient": 0.5}
-    assert (resumed.step, resumed.curves, resumed.initial_eval) == (
-        3,
-        [{"step": 3, "loss": 1.5}],
-        {"mean_return": 0.25},
-    )
+    assert (resumed.step, resumed.curves, resumed.initial, resumed.final) == (3, run.curves, run.initial, run.final)
     assert resumed.counters["tokens"] == 10 and torch.equal(torch.rand(3), expected)
 
 

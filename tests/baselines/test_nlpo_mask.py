@@ -102,12 +102,12 @@ def test_a_mask_model_that_differs_restricts_to_its_own_top_p(nlpo):
         assert all(bool(allowed[t, token]) for t, token in enumerate(response))
 
 
-def test_after_update_refreshes_on_schedule_and_knows_when_the_models_are_equal(nlpo):
+def test_refresh_refreshes_on_schedule_and_knows_when_the_models_are_equal(nlpo):
     policy, mask_model = tiny_policy(0), tiny_policy(1)
     mask = nlpo.TopPMask(mask_model, Tokenizer, 0, 0.9, 3, same_as_policy=False)
     for iteration, refreshed in ((1, False), (2, False), (3, True), (4, False), (6, True)):
         with torch.no_grad():
             next(policy.parameters()).add_(0.01)  # the update of this iteration
-        mask.after_update(iteration, policy)
+        mask.refresh(iteration, policy)
         equal = all(torch.equal(a, b) for a, b in zip(policy.state_dict().values(), mask_model.state_dict().values()))
         assert mask.same_as_policy == refreshed == equal, iteration

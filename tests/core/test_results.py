@@ -6,15 +6,8 @@ import math
 
 import pytest
 
-from lm_gym.results import (
-    ResultFormatError,
-    episode_samples,
-    load_result,
-    make_result,
-    summarize_episodes,
-    validate_result,
-    write_result,
-)
+from lm_gym.results import ResultFormatError, load_result, make_result, validate_result, write_result
+from lm_gym.results.evaluation import episode_samples, summarize_episodes
 
 
 def test_summarize_episodes_names_every_metric_mean_key():
@@ -120,3 +113,29 @@ def test_write_refuses_an_invalid_result_and_load_refuses_nan(result, tmp_path):
 
 def test_evaluations_may_both_be_null(result):
     validate_result({**result, "initial_eval": None, "final_eval": None})
+
+
+def test_an_evaluation_is_written_to_result_json_and_read_back():
+    """``Evaluation.result_fields`` gives result.json's evaluation fields; ``Evaluation.of_result`` the evaluations
+    again (the samples are the final evaluation's); a run on one task writes no ``tasks``."""
+    from lm_gym.results.evaluation import Evaluation
+
+    def summary(mean_return):
+        return {"num_episodes": 2, "mean_return": mean_return, "std_return": 0.0}
+
+    sample = {"prompt": "p", "generation": "g", "return": -1.0}
+    initial = Evaluation(summary(-2.0), {"a/B-v0": summary(-3.0), "c/D-v0": summary(-1.0)}, [sample])
+    final = Evaluation(summary(-1.0), {"a/B-v0": summary(-2.0), "c/D-v0": summary(0.0)}, [sample, sample])
+    bookkeeping = dict(env_id="lm_gym/Mixture-v0", algorithm="ppo", seed=1, config={}, curves=[], wall_time_s=1.0)
+    bookkeeping |= dict(tokens_per_s=1.0, episodes_per_s=1.0, peak_memory_mb=1.0, checkpoint=None, device="cpu")
+    result = json.loads(json.dumps(make_result(**bookkeeping, **Evaluation.result_fields(initial, final))))
+    validate_result(result, check_ranges=False)
+    assert result["tasks"]["c/D-v0"] == {"initial_eval": summary(-1.0), "final_eval": summary(0.0)}
+    assert Evaluation.of_result(result) == final
+    assert Evaluation.of_result(result, "initial") == Evaluation(initial.summary, initial.tasks, [])
+    assert final.curve_entries()["eval/c/D-v0/mean_return"] == 0.0 and final.curve_entries()["eval/mean_return"] == -1.0
+    single = make_result(**bookkeeping, **Evaluation.result_fields(None, Evaluation(summary(1.0))))
+    assert "tasks" not in single and single["initial_eval"] is None and single["samples"] == []
+    assert Evaluation.of_result(single, "initial") is None
+    with pytest.raises(ValueError, match="which"):
+        Evaluation.of_result(result, "best")

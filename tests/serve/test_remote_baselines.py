@@ -105,8 +105,9 @@ def test_ppo_on_a_served_mixture_one_server_per_split_evaluates_each_task_as_loc
 
 
 def test_the_served_task_and_its_routes(start_server):
+    from lm_gym.metrics.corpus import task_env
     from lm_gym.serve.client import RemoteVectorEnv
-    from lm_toolkit.tasks import make_vector_env, task_lengths, task_of
+    from lm_toolkit.tasks import task_lengths, vector_env_for_split
 
     url, _, _ = start_server("lm_gym/IMDB-v0", env_kwargs=IMDB_KWARGS)
     task = json.load(urllib.request.urlopen(f"{url}/lm-gym/task", timeout=10))
@@ -115,21 +116,23 @@ def test_the_served_task_and_its_routes(start_server):
     assert task["token_level_defaults"] == local.token_level_defaults
     assert task["generation_defaults"] == local.generation_defaults and task["num_samples"] == len(local.samples)
 
-    venv = make_vector_env("lm_gym/Remote-v0", {"url": url}, "train", 2)
-    assert isinstance(venv, RemoteVectorEnv) and task_of(venv) is venv and venv.split == "train"
-    assert task_lengths("lm_gym/Remote-v0", env=task_of(venv)) == task_lengths("lm_gym/IMDB-v0")
+    venv = vector_env_for_split("lm_gym/Remote-v0", {"url": url}, "train", 2)
+    assert isinstance(venv, RemoteVectorEnv) and task_env(venv) is venv and venv.split == "train"
+    assert task_lengths("lm_gym/Remote-v0", env=task_env(venv)) == task_lengths("lm_gym/IMDB-v0")
     with pytest.raises(ValueError, match="pass env="):
         task_lengths("lm_gym/Remote-v0")
     venv.close()
 
     # the split: a plain url serves one; another is refused, naming both and the way out
     with pytest.raises(ConfigurationError, match=r"'validation'.*serves the split 'train'.*url=\{'train'"):
-        make_vector_env("lm_gym/Remote-v0", {"url": url}, "validation", 2)
+        vector_env_for_split("lm_gym/Remote-v0", {"url": url}, "validation", 2)
     with pytest.raises(ConfigurationError, match=r"only the splits \['train'\]"):
-        make_vector_env("lm_gym/Remote-v0", {"url": {"train": url}}, "validation", 2)
+        vector_env_for_split("lm_gym/Remote-v0", {"url": {"train": url}}, "validation", 2)
     with pytest.raises(ConfigurationError, match="pass split="):
         gymnasium.make_vec("lm_gym/Remote-v0", 2, vectorization_mode="vector_entry_point", url={"train": url})
-    make_vector_env("lm_gym/Remote-v0", {"url": {"train": url, "validation": "http://127.0.0.1:9"}}, "train", 1).close()
+    vector_env_for_split(
+        "lm_gym/Remote-v0", {"url": {"train": url, "validation": "http://127.0.0.1:9"}}, "train", 1
+    ).close()
     scalar = gymnasium.make("lm_gym/Remote-v0", url={"train": url}, split="train")
     assert scalar.unwrapped.token_level_defaults == local.token_level_defaults
     scalar.close()
@@ -159,12 +162,12 @@ def test_the_served_task_and_its_routes(start_server):
 def test_corpus_metrics_of_a_served_single_turn_task_are_the_local_ones(start_server):
     """The evaluation's corpus metrics (lm_gym.metrics.corpus_metrics) of a served task, by its server."""
     from lm_gym.metrics import corpus_metrics
-    from lm_toolkit.tasks import make_vector_env
+    from lm_toolkit.tasks import vector_env_for_split
 
     url, _, _ = start_server("lm_gym/IMDB-v0", env_kwargs={**IMDB_KWARGS, "split": "validation"})
     finals = {}
     for env_id, kwargs in (("lm_gym/IMDB-v0", IMDB_KWARGS), ("lm_gym/Remote-v0", {"url": url})):
-        venv = make_vector_env(env_id, kwargs, "validation", 4)
+        venv = vector_env_for_split(env_id, kwargs, "validation", 4)
         venv.reset(seed=5)
         _, _, _, _, infos = venv.step(("a fine film", "bad", "moving and warm, a joy", ""))
         finals[env_id] = [{key: infos[key][i] for key in ("prompt", "utterance", "references")} for i in range(4)]
@@ -180,8 +183,9 @@ def test_corpus_metrics_of_a_served_single_turn_task_are_the_local_ones(start_se
 def test_the_tokenizer_trained_on_the_served_corpus_is_the_local_one(start_server, monkeypatch, tmp_path):
     """The same BPE tokenizer, trained apart (two caches), also when the corpus is strided."""
     import lm_gym.core.tokenizer
-    from lm_toolkit.models import load_tokenizer
-    from lm_toolkit.tasks import make_vector_env, task_of
+    from lm_gym.metrics.corpus import task_env
+    from lm_toolkit.models import policy_tokenizer
+    from lm_toolkit.tasks import vector_env_for_split
 
     monkeypatch.setattr(lm_gym.core.tokenizer, "MAX_TRAINING_CHARS", 20_000)  # the corpus is strided
     url, _, _ = start_server("lm_gym/IMDB-v0", env_kwargs=IMDB_KWARGS)
@@ -192,9 +196,9 @@ def test_the_tokenizer_trained_on_the_served_corpus_is_the_local_one(start_serve
     for name, task in (("local", local_env), ("remote", None)):
         monkeypatch.setenv("LM_GYM_CACHE", str(tmp_path / name))
         if task is None:
-            venv = make_vector_env("lm_gym/Remote-v0", {"url": url}, "train", 1)
-            task = task_of(venv)
-        tokenizers.append(load_tokenizer(task, None))
+            venv = vector_env_for_split("lm_gym/Remote-v0", {"url": url}, "train", 1)
+            task = task_env(venv)
+        tokenizers.append(policy_tokenizer(task, None))
     assert sorted((tmp_path / "local").rglob("tokenizer.json"))[0].relative_to(tmp_path / "local") == sorted(
         (tmp_path / "remote").rglob("tokenizer.json")
     )[0].relative_to(tmp_path / "remote")

@@ -5,7 +5,8 @@ import json
 import pytest
 from conftest import load_baseline
 
-from lm_gym.results import load_result, task_evaluations
+from lm_gym.results import load_result
+from lm_gym.results.evaluation import Evaluation
 
 GPT2_CONFIG = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 64, "n_head": 2}'
 TASKS = {"lm_gym/IMDB-v0": 1.0, "lm_gym/Wordle-v0": 1.0}
@@ -43,13 +44,9 @@ def test_baseline_trains_on_a_mixture_and_reports_each_task(algorithm, tmp_path)
     assert "corpus_distinct_2" in saved["tasks"]["lm_gym/IMDB-v0"]["final_eval"]
     assert all("/" not in key for key in saved["final_eval"])  # the tasks' entries moved to "tasks"
     assert any(key.startswith("eval/lm_gym/IMDB-v0/") for key in saved["curves"][-1])  # per-task curves
-
-
-def test_task_evaluations_splits_the_entries_of_each_task():
-    whole, tasks = task_evaluations({"mean_return": 0.5, "lm_gym/IMDB-v0/mean_return": 0.7, "a/B-v0/corpus_x": 1.0})
-    assert whole == {"mean_return": 0.5}
-    assert tasks == {"lm_gym/IMDB-v0": {"mean_return": 0.7}, "a/B-v0": {"corpus_x": 1.0}}
-    assert task_evaluations(None) == (None, {})
+    final = Evaluation.of_result(saved)  # read back into the evaluation it was written from
+    assert final.summary == saved["final_eval"] and set(final.tasks) == set(TASKS) and final.samples
+    assert {f"eval/{task}/{key}" for task in final.tasks for key in final.tasks[task]} <= set(saved["curves"][-1])
 
 
 def test_report_shows_a_row_per_task(tmp_path):
