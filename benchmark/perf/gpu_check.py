@@ -6,14 +6,12 @@ that fits the few minutes a lent GPU machine gives (9 minutes of wall time by de
     python benchmark/perf/gpu_check.py --download-wheels .whl
     # 2. on the GPU machine, no network: installs from .whl only, then measures
     python3 benchmark/perf/gpu_check.py --wheels .whl
-    # the CPU dry run of the same code paths, in seconds (the default tests run it)
-    python benchmark/perf/gpu_check.py --device cpu --tiny --results-dir /tmp/gpu-check
+    # the CPU dry run of the same code paths, in minutes (the deep tests run it)
+    python benchmark/perf/gpu_check.py --device cpu --tiny
 
-With ``--wheels`` the check first makes its environment in ``--work-dir``: a venv that sees the
-machine's packages (torch, transformers, ...) after its own, into which pip installs lm-gym's
-requirements offline (``--no-index --find-links``), taking a carried wheel only where the
-machine has no fitting version; the word lists; and the TRL venvs of the speed benchmark
-(``trl_envs.py --wheels``). Then it runs itself again inside that venv.
+With ``--wheels`` the check first makes its environment in ``--work-dir`` (``gpu_check_setup.py``:
+a venv that sees the machine's packages, lm-gym's requirements installed offline into it, the
+word lists, the TRL venvs of the speed benchmark), then runs itself again inside that venv.
 
 The parts, each in its own time box (a share of what is left of ``--minutes``):
 
@@ -29,7 +27,9 @@ The parts, each in its own time box (a share of what is left of ``--minutes``):
 The results file ``<results-dir>/gpu-<device>-<date>.json`` (device, torch and CUDA versions,
 every figure, the goals met or not, what was skipped and why) is rewritten after every part,
 so a later part's failure, or the machine going back, keeps what finished. A Markdown table of
-the figures ends the output.
+the figures and the file's path end the output. ``--results-dir`` is ``benchmark/perf/results``
+(what is published) for the check itself; a dry run (``--device cpu`` or ``--tiny``) writes into
+a new temporary folder unless it is given, so the checkout stays as it was.
 """
 
 from __future__ import annotations
@@ -42,36 +42,22 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+# run.py and workload.py import lm_gym, which the GPU machine can import only after the setup: the parts
+# import them, these two do not
+import gpu_check_setup
+import trl_envs
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-# run.py and workload.py import lm_gym, which the GPU machine can import only after the setup
-import trl_envs  # noqa: E402
 
 PARTS = ("speed", "cnn_dailymail", "smoke")
 #: Each part's share of the time left after the setup.
 SHARES = {"speed": 0.55, "cnn_dailymail": 0.20, "smoke": 0.25}
-#: The GPU machine's Python and platforms, for ``pip download``.
-GPU_PYTHON = "3.12"
-PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
-#: lm-gym's requirements the check leaves out, and why.
-LEFT_OUT = {
-    "wordfreq": "its 57 MB wheel: the word lists it gives travel as data (lm_gym.tasks.word_lists)",
-    "pycocoevalcap": "its 104 MB of jars: CommonGen's cider and COCO scores are left out, with a warning",
-    "wandb": "only for --track, which the check does not use",
-}
-#: lm-gym's extras the check installs beside its core requirements.
-EXTRAS = ("baselines", "benchmark")
-#: Older releases carried beside the tested ones, for pip to fall back on where the machine's
-#: packages are too old for the newest: datasets 5.0.0 asks pyarrow>=21 where 5.2 asks >=24.
-ALTERNATES = ("datasets==5.0.0",)
-#: Carried even though the image has them, for pip to take where the image's version (unknown here) does
-#: not fit a carried package's bounds: pandas<3 (the benchmark extra), fsspec<=2026.9.0 (datasets 5.2),
-#: tqdm>=4.66.3 (datasets), typing-extensions>=4.13 (tyro).
-ALWAYS_CARRIED = ("pandas", "fsspec", "tqdm", "typing-extensions")
 SPEED_GOAL = 3.0  #: lm-gym's PPO, GRPO and RLOO over TRL's trainers, episodes/s
 ROLLOUT_GOAL = 1.0  #: every lm-gym sampler's rollout against the ``generate`` limit
 #: The CNN/DailyMail part's policy: larger than the CPU runs' on the GPU, tiny in the dry run.
@@ -80,121 +66,7 @@ CNN_POLICY = {
     "tiny": '{"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2}',
 }
 SETUP_ENV = "LM_GYM_GPU_CHECK_SETUP"  #: set in the re-run inside the check's venv: the setup's record
-
-
-# ---------------------------------------------------------------- the wheels (CPU machine, with PyPI)
-
-
-def check_requirements() -> list[str]:
-    """lm-gym's requirements and those of ``EXTRAS``, less ``LEFT_OUT``, as pyproject.toml states them."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-    from packaging.requirements import Requirement
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    lines = list(project["dependencies"])
-    for extra in EXTRAS:
-        lines += project["optional-dependencies"][extra]
-    chosen = {}
-    for line in lines:
-        requirement = Requirement(line)
-        if requirement.name not in LEFT_OUT and requirement.name not in chosen:
-            chosen[requirement.name] = line
-    return list(chosen.values())
-
-
-def gpu_image_packages() -> set[str]:
-    from packaging.utils import canonicalize_name
-
-    lines = (HERE / "gpu_image_packages.txt").read_text().splitlines()
-    return {canonicalize_name(line) for line in lines if line.strip() and not line.startswith("#")}
-
-
-def carried_distributions(python_version: str = GPU_PYTHON) -> dict[str, str]:
-    """Name -> version (this machine's, so the GPU gets what was tested here) of every distribution
-    the check's requirements and the TRL contenders need that the GPU image does not hold
-    (``gpu_image_packages.txt``), through the requirements of those carried, plus ``ALWAYS_CARRIED``;
-    TRL itself not."""
-    import importlib.metadata
-
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
-    environment = {"python_version": python_version, "python_full_version": f"{python_version}.0", "extra": ""}
-    environment.update(sys_platform="linux", platform_system="Linux", platform_machine="x86_64", os_name="posix")
-    image = gpu_image_packages()
-    roots = [Requirement(line) for line in check_requirements()]
-    roots += [Requirement(line) for line in importlib.metadata.requires("trl") or [] if "extra ==" not in line]
-    found: dict[str, str] = {}
-    queue = [r for r in roots if r.marker is None or r.marker.evaluate(environment)]
-    seen: set[str] = set()
-    while queue:
-        requirement = queue.pop()
-        name = canonicalize_name(requirement.name)
-        if name in seen:
-            continue
-        seen.add(name)
-        try:
-            dist = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            raise SystemExit(
-                f"{name} is needed by the GPU check but not installed here: pip install -e '.[tests]' first"
-            ) from None
-        if name in image and name not in ALWAYS_CARRIED:
-            continue  # the image's own version brings what it needs
-        found[name] = dist.version
-        for line in dist.requires or []:
-            needed = Requirement(line)
-            if needed.marker is None or needed.marker.evaluate(environment):
-                queue.append(needed)
-    return dict(sorted(found.items()))
-
-
-def download_wheels(directory: Path, python_version: str = GPU_PYTHON) -> dict:
-    """Fetch the wheels (``carried_distributions``, both TRL releases, ``ALTERNATES``) for
-    ``python_version`` on manylinux x86_64 into ``directory``, building a pure-Python wheel where
-    PyPI has only a source archive; export the word lists to ``directory/word-lists``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    wanted = [f"{name}=={version}" for name, version in carried_distributions(python_version).items()]
-    wanted += [f"trl=={version}" for version in trl_envs.VERSIONS] + list(ALTERNATES)
-    platform = [arg for p in PLATFORMS for arg in ("--platform", p)]
-    target = ["--python-version", python_version, "--implementation", "cp", *platform]
-    built = []
-    for spec in wanted:
-        binary = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", *target]
-            + ["-d", str(directory), spec],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        if binary.returncode == 0:
-            continue
-        # a source archive only (rouge-score): build its wheel here, which must be pure Python
-        source = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(directory), spec],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        name = spec.split("==")[0].replace("-", "_")
-        if source.returncode != 0 or not list(directory.glob(f"{name}-*-py3-none-any.whl")):
-            raise SystemExit(f"no wheel of {spec} for Python {python_version}:\n{binary.stderr[-2000:]}")
-        built.append(spec)
-    subprocess.run(
-        [sys.executable, "-m", "lm_gym.tasks.word_lists", "export", str(directory / "word-lists")],
-        check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    wheels = sorted(directory.glob("*.whl"))
-    manifest = {
-        "python_version": python_version,
-        "platforms": list(PLATFORMS),
-        "requirements": check_requirements(),
-        "wheels": [w.name for w in wheels],
-        "built_from_source": built,
-        "megabytes": round(sum(w.stat().st_size for w in wheels) / 2**20, 1),
-        "left_out": LEFT_OUT,
-    }
-    (directory / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    return manifest
+RESULTS_DIR_ENV = "LM_GYM_GPU_CHECK_RESULTS_DIR"  #: set in that re-run too: where the results go
 
 
 # ---------------------------------------------------------------- the check's environment (GPU machine)
@@ -215,44 +87,6 @@ def subprocess_env(work_dir: Path) -> dict[str, str]:
         "TOKENIZERS_PARALLELISM": "false",
         "PYTHONUNBUFFERED": "1",
     }
-
-
-def set_up(wheels: Path, work_dir: Path, env: dict[str, str]) -> dict:
-    """The check's venv with lm-gym's requirements from ``wheels``, the word lists, the TRL venvs."""
-    record: dict = {"wheels": str(wheels), "steps": {}}
-    manifest = json.loads((wheels / "manifest.json").read_text())
-    venv = work_dir / "venv"
-    python = venv / "bin" / "python"
-    if not python.exists():
-        trl_envs.overlay_venv(venv)
-    started = time.time()
-    pip = subprocess.run(
-        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-index"]
-        + ["--find-links", str(wheels.resolve()), *manifest["requirements"]],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    installed = [line for line in pip.stdout.splitlines() if line.startswith("Successfully installed")]
-    record["steps"]["pip"] = {"seconds": round(time.time() - started, 1), "installed": installed}
-    if pip.returncode != 0:
-        record["steps"]["pip"]["error"] = (pip.stdout + pip.stderr)[-4000:]
-        return {**record, "python": None}
-    lists = subprocess.run(
-        [str(python), "-m", "lm_gym.tasks.word_lists", "install", str(wheels / "word-lists")],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    record["steps"]["word_lists"] = lists.stdout.split() if lists.returncode == 0 else {"error": lists.stderr[-2000:]}
-    record["steps"]["trl_envs"] = {}
-    for version in trl_envs.VERSIONS:
-        started = time.time()
-        made = subprocess.run(
-            [str(python), str(HERE / "trl_envs.py"), "--create", "--wheels", str(wheels), "--versions", version],
-            capture_output=True, text=True, env=env, check=False,
-        )  # fmt: skip
-        step = {"seconds": round(time.time() - started, 1)}
-        if made.returncode != 0:
-            step["error"] = made.stderr[-3000:]
-        record["steps"]["trl_envs"][version] = step
-    return {**record, "python": str(python)}
 
 
 # ---------------------------------------------------------------- running steps in time boxes
@@ -479,6 +313,14 @@ def _ended(status: int | None) -> str:
 # ---------------------------------------------------------------- the results
 
 
+def default_results_dir(args: argparse.Namespace) -> Path:
+    """``benchmark/perf/results`` for the check itself (a GPU, full sizes): what is published; a dry run's
+    results are not, so they go to a new temporary folder outside the checkout."""
+    if args.device.startswith("cuda") and not args.tiny:
+        return HERE / "results"
+    return Path(tempfile.mkdtemp(prefix="gpu-check-dry-run-"))
+
+
 def results_path(args: argparse.Namespace, info: dict) -> Path:
     slug = re.sub(r"[^a-z0-9]+", "-", info["name"].lower()).strip("-")
     return args.results_dir / f"gpu-{slug}-{datetime.date.today().isoformat()}.json"
@@ -523,6 +365,7 @@ def measure(args: argparse.Namespace, setup: dict | None, deadline: float) -> di
     }
     path = results_path(args, info)
     write(path, record)
+    print(f"[gpu_check] results: {path}", file=sys.stderr)
     for index, part in enumerate(args.parts):
         left = deadline - time.time()
         share = SHARES[part] / sum(SHARES[p] for p in args.parts[index:])
@@ -545,7 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--download-wheels", type=Path, metavar="DIR", help="fetch the wheels for the GPU machine, then stop"
     )
-    parser.add_argument("--python-version", default=GPU_PYTHON, help="with --download-wheels: the GPU machine's Python")
+    parser.add_argument(
+        "--python-version", default=gpu_check_setup.GPU_PYTHON, help="with --download-wheels: the GPU machine's Python"
+    )
     parser.add_argument("--wheels", type=Path, metavar="DIR", help="set up from these wheels (no network) first")
     parser.add_argument("--device", default="cuda", help="cuda, or cpu for the dry run")
     parser.add_argument(
@@ -559,14 +404,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=4, help="speed: torch threads of every contender")
     parser.add_argument("--work-dir", type=Path, default=Path("runs/gpu_check"), help="the venvs, runs and logs")
-    parser.add_argument("--results-dir", type=Path, default=HERE / "results", help="where the results file goes")
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        help="where the results file goes (default: benchmark/perf/results; a dry run's: a new temporary folder)",
+    )
     args = parser.parse_args(argv)
     if args.download_wheels:
-        manifest = download_wheels(args.download_wheels, args.python_version)
+        manifest = gpu_check_setup.download_wheels(args.download_wheels, args.python_version)
         print(f"{len(manifest['wheels'])} wheels, {manifest['megabytes']} MB, in {args.download_wheels}")
         return 0
     args.work_dir = args.work_dir.resolve()
-    args.results_dir = args.results_dir.resolve()
+    # the re-run inside the check's venv writes where the first run chose
+    args.results_dir = (
+        args.results_dir or Path(os.environ.get(RESULTS_DIR_ENV) or default_results_dir(args))
+    ).resolve()
     args.size = "tiny" if args.tiny else "gpt2-small"
     args.bf16 = args.device.startswith("cuda")
     args.iterations = args.iterations or (1 if args.tiny else 6)
@@ -574,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     env = subprocess_env(args.work_dir)
     os.environ.update(env)  # this process's steps (run.py's contenders) see the same
     if args.wheels and SETUP_ENV not in os.environ:
-        setup = set_up(args.wheels, args.work_dir, env)
+        setup = gpu_check_setup.set_up(args.wheels, args.work_dir, env)
         setup_file = args.work_dir / "setup.json"
         setup_file.write_text(json.dumps(setup, indent=1) + "\n")
         if setup["python"] is None:
@@ -582,7 +434,13 @@ def main(argv: list[str] | None = None) -> int:
             print("[gpu_check] the setup failed: nothing measured", file=sys.stderr)
             write(args.results_dir / f"gpu-setup-failed-{datetime.date.today().isoformat()}.json", setup)
             return 1
-        os.environ.update({SETUP_ENV: str(setup_file), "LM_GYM_GPU_CHECK_DEADLINE": str(deadline)})
+        os.environ.update(
+            {
+                SETUP_ENV: str(setup_file),
+                "LM_GYM_GPU_CHECK_DEADLINE": str(deadline),
+                RESULTS_DIR_ENV: str(args.results_dir),
+            }
+        )
         os.execv(setup["python"], [setup["python"], str(Path(__file__).resolve()), *(argv or sys.argv[1:])])
     setup = json.loads(Path(os.environ[SETUP_ENV]).read_text()) if SETUP_ENV in os.environ else None
     record = measure(args, setup, deadline)

@@ -1,13 +1,15 @@
-"""The GPU check (benchmark/perf/gpu_check.py) on the CPU: its dry run goes through every part's code
-path (about a minute: in the deep run, which CI runs), so the script cannot rot between the GPU runs
-it is made for."""
+"""The GPU check (benchmark/perf/gpu_check.py and its setup, gpu_check_setup.py) on the CPU: its dry run
+goes through every part's code path (about a minute: in the deep run, which CI runs), so the script
+cannot rot between the GPU runs it is made for."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import gpu_check  # benchmark/perf is on sys.path (pyproject.toml's pytest pythonpath)
+import gpu_check_setup
 import pytest
 import trl_envs
 
@@ -66,18 +68,34 @@ def test_a_part_out_of_time_is_recorded_and_the_others_still_run(tmp_path):
     )
 
 
+def test_a_dry_run_leaves_the_checkout_as_it_was(tmp_path):
+    """Without --results-dir a dry run's results go to a new temporary folder, named in the output;
+    benchmark/perf/results (what is published) gets no file."""
+    published = ROOT / "benchmark" / "perf" / "results"
+    before = sorted(published.iterdir())
+    command = [sys.executable, "benchmark/perf/gpu_check.py", "--device", "cpu", "--tiny", "--minutes", "0.05"]
+    command += ["--parts", "speed", "--work-dir", str(tmp_path / "work")]
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    completed = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False)
+    files = list(tmp_path.glob("gpu-check-dry-run-*/gpu-cpu-*.json"))
+    assert len(files) == 1, completed.stdout + completed.stderr
+    assert f"written to {files[0]}" in completed.stdout
+    assert json.loads(files[0].read_text())["parts"]["speed"]["status"] == "failed"  # its box too short
+    assert sorted(published.iterdir()) == before
+
+
 def test_the_carried_wheels_are_what_the_gpu_image_lacks():
-    requirements = gpu_check.check_requirements()
+    requirements = gpu_check_setup.check_requirements()
     names = {line.split(">")[0].split("<")[0].split("=")[0].split(";")[0].strip() for line in requirements}
     assert {"gymnasium", "datasets", "nltk", "rouge-score", "tyro", "rliable", "pandas"} <= names
-    assert not names & set(gpu_check.LEFT_OUT)
-    carried = gpu_check.carried_distributions()
-    image = gpu_check.gpu_image_packages()
+    assert not names & set(gpu_check_setup.LEFT_OUT)
+    carried = gpu_check_setup.carried_distributions()
+    image = gpu_check_setup.gpu_image_packages()
     assert {"gymnasium", "datasets", "nltk", "rouge-score", "tyro", "rliable", "arch", "dill", "multiprocess"} <= set(
         carried
     )
     assert not {"torch", "transformers", "accelerate", "pyarrow", "wordfreq", "pycocoevalcap", "wandb"} & set(carried)
-    assert set(carried) - set(gpu_check.ALWAYS_CARRIED) <= set(carried) - image
+    assert set(carried) - set(gpu_check_setup.ALWAYS_CARRIED) <= set(carried) - image
 
 
 def test_the_setup_installs_offline_from_a_wheel_folder_and_names_what_it_lacks(tmp_path, monkeypatch):
@@ -87,10 +105,10 @@ def test_the_setup_installs_offline_from_a_wheel_folder_and_names_what_it_lacks(
     subprocess.run(
         [sys.executable, "-m", "lm_gym.tasks.word_lists", "export", str(wheels / "word-lists")], check=True, cwd=ROOT
     )
-    (wheels / "manifest.json").write_text(json.dumps({"requirements": gpu_check.check_requirements()}))
+    (wheels / "manifest.json").write_text(json.dumps({"requirements": gpu_check_setup.check_requirements()}))
     monkeypatch.setattr(trl_envs, "VERSIONS", ("0.0.1",))  # a release no folder holds
     env = gpu_check.subprocess_env(tmp_path / "work")
-    setup = gpu_check.set_up(wheels, tmp_path / "work", env)
+    setup = gpu_check_setup.set_up(wheels, tmp_path / "work", env)
     assert setup["python"] == str(tmp_path / "work" / "venv" / "bin" / "python")
     assert "error" not in setup["steps"]["pip"] and not setup["steps"]["pip"]["installed"]
     assert {Path(p).name for p in setup["steps"]["word_lists"]} == {
@@ -106,7 +124,7 @@ def test_the_whole_check_from_a_wheel_folder_runs_in_its_venv(tmp_path):
     subprocess.run(
         [sys.executable, "-m", "lm_gym.tasks.word_lists", "export", str(wheels / "word-lists")], check=True, cwd=ROOT
     )
-    (wheels / "manifest.json").write_text(json.dumps({"requirements": gpu_check.check_requirements()}))
+    (wheels / "manifest.json").write_text(json.dumps({"requirements": gpu_check_setup.check_requirements()}))
     completed, record = dry_run(tmp_path, "--wheels", str(wheels), "--parts", "cnn_dailymail")
     assert completed.returncode == 0, completed.stdout + completed.stderr[-3000:]
     assert record["setup"]["python"].endswith("work/venv/bin/python")
