@@ -156,8 +156,41 @@ def task_class(env_id: str) -> type[TextEnv]:
 
 def split_kwargs(env_id: str, env_kwargs: dict[str, Any], split: str) -> dict[str, Any]:
     """``env_kwargs`` plus ``split`` when task ``env_id`` takes one (tasks without splits are played as they are)."""
-    takes_split = "split" in inspect.signature(task_class(env_id).__init__).parameters
-    return {**env_kwargs, "split": split} if takes_split else dict(env_kwargs)
+    return {**env_kwargs, "split": split} if takes_argument(task_class(env_id), "split") else dict(env_kwargs)
+
+
+def takes_argument(cls: type[TextEnv], name: str) -> bool:
+    """Whether task class ``cls``'s constructor names an argument ``name`` (``split``, say)."""
+    return name in inspect.signature(cls.__init__).parameters
+
+
+def unknown_arguments(cls: type[TextEnv], names: Any) -> tuple[list[str], list[str]]:
+    """The names among ``names`` that task class ``cls``'s constructor does not take (sorted; none when
+    it takes ``**kwargs``), and the arguments it does take, for the error that names both."""
+    parameters = inspect.signature(cls.__init__).parameters
+    accepted = [name for name in parameters if name != "self"]
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return [], accepted
+    return sorted(set(names) - set(accepted)), accepted
+
+
+def token_settings(task: TextEnv | type[TextEnv], given: dict[str, Any]) -> dict[str, Any]:
+    """A task's token-level settings: its ``token_level_defaults`` overridden by ``given`` (token-level
+    arguments such as ``max_new_tokens``) and, unless ``given`` has one, its ``generation_defaults``'
+    ``min_new_tokens``, lowered to ``max_new_tokens`` where larger.
+
+    ``task`` is the task's class, or its env where the defaults depend on its arguments (an instance
+    of ``lm_gym/Mixture-v0`` has its tasks' largest). What ``gymnasium.make(..., action_level="token")``
+    gives :class:`TokenLevel` (unchecked: ``TokenLevel`` checks them), and what ``lm_gym/Mixture-v0``
+    takes each of its tasks' protocol from.
+    """
+    settings = {**task.token_level_defaults, **given}
+    if "min_new_tokens" not in given and "min_new_tokens" in task.generation_defaults:
+        max_new_tokens = settings["max_new_tokens"]
+        settings["min_new_tokens"] = task.generation_defaults["min_new_tokens"]
+        if is_integer(max_new_tokens):  # TokenLevel reports a bad max_new_tokens itself
+            settings["min_new_tokens"] = min(settings["min_new_tokens"], max_new_tokens)
+    return settings
 
 
 def load_task_plugins() -> None:
@@ -235,11 +268,7 @@ def _class_reference(cls: type[TextEnv]) -> type[TextEnv] | str:
 
 def _check_arguments(cls: type[TextEnv], kwargs: dict[str, Any], caller: str) -> None:
     """Refuse arguments that neither ``cls``'s constructor nor :func:`make_env` takes."""
-    parameters = inspect.signature(cls.__init__).parameters
-    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
-        return
-    accepted = [name for name in parameters if name != "self"]
-    unknown = sorted(set(kwargs) - set(accepted) - set(_ENV_ARGUMENTS) - set(_TOKEN_ARGUMENTS))
+    unknown, accepted = unknown_arguments(cls, set(kwargs) - set(_ENV_ARGUMENTS) - set(_TOKEN_ARGUMENTS))
     if unknown:
         others = f" (and {', '.join(unknown[1:])})" if len(unknown) > 1 else ""
         raise UnknownArgumentError(
@@ -298,13 +327,7 @@ def _build_task(
         return env, None
     tokenizer = resolve_tokenizer(env, token_kwargs.pop("tokenizer", None))
     # the env's own defaults: a class's, or an instance's that depend on its arguments (lm_gym/Mixture-v0)
-    settings = {**env.token_level_defaults, **token_kwargs}
-    if "min_new_tokens" not in token_kwargs and "min_new_tokens" in env.generation_defaults:
-        max_new_tokens = settings["max_new_tokens"]
-        settings["min_new_tokens"] = env.generation_defaults["min_new_tokens"]
-        if is_integer(max_new_tokens):  # TokenLevel reports a bad max_new_tokens itself
-            settings["min_new_tokens"] = min(settings["min_new_tokens"], max_new_tokens)
-    return env, {"tokenizer": tokenizer, **settings}
+    return env, {"tokenizer": tokenizer, **token_settings(env, token_kwargs)}
 
 
 def resolve_tokenizer(env: TextEnv, tokenizer: Any):

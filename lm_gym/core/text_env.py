@@ -149,6 +149,8 @@ class TextEnv(gymnasium.Env[str, str]):
     ``reset`` takes ``seed`` (``None`` or a non-negative int) and ``options`` (``None`` or a
     dict with keys from :attr:`reset_options`). Bad arguments or actions raise a typed
     error before any state changes: the episode goes on as if they had not been given.
+    ``reset()`` with neither (an autoreset, or an env holding others, such as
+    ``lm_gym/Mixture-v0``, starting one of them) checks nothing and goes straight to the episode.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
@@ -251,12 +253,15 @@ class TextEnv(gymnasium.Env[str, str]):
 
     # ---- Gymnasium API ------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        seed = check_seed(seed)
-        options = check_options(options, self.reset_options)
+        episode_options: dict[str, Any] = {}
+        if seed is not None or options is not None:  # an autoreset gives neither: nothing to check, no new seed
+            seed = check_seed(seed)
+            episode_options = check_options(options, self.reset_options)
         random_state = (self._np_random, self._np_random_seed)
-        super().reset(seed=seed)
+        if seed is not None:
+            super().reset(seed=seed)
         try:
-            observation, info = self._new_episode(options)
+            observation, info = self._new_episode(episode_options)
         except Exception:
             self._np_random, self._np_random_seed = random_state  # a refused reset changes nothing
             raise

@@ -15,7 +15,7 @@ from gymnasium.envs.registration import EnvSpec
 
 import lm_gym
 from lm_gym.core.errors import ConfigurationError, UnknownArgumentError
-from lm_gym.core.registration import task_class, task_id
+from lm_gym.core.registration import takes_argument, task_class, task_id, token_settings, unknown_arguments
 from lm_gym.core.token_vector import TokenVectorEnv
 from lm_gym.core.vector import TextVectorEnv
 from lm_gym.testing import check_text_env, check_token_env, check_vector_env, play
@@ -257,3 +257,15 @@ def test_the_docs_registration_example_runs_as_written():
     assert isinstance(namespace["venv"], TextVectorEnv) and isinstance(namespace["token_venv"], TokenVectorEnv)
     assert namespace["token_env"].reset(seed=0)[0]["prompt_ids"].shape == (128,)
     assert namespace["env"].reset(seed=0)[0].startswith("Say ")
+
+
+def test_token_settings_and_arguments_of_a_task_class():
+    """What ``gymnasium.make`` and ``lm_gym/Mixture-v0`` read off a task class: its token-level settings
+    (IMDB's 48-token minimum lowered to a shorter ``max_new_tokens``) and the arguments it takes."""
+    imdb = task_class("lm_gym/IMDB-v0")
+    assert token_settings(imdb, {}) == {"max_prompt_length": 64, "max_new_tokens": 48, "min_new_tokens": 48}
+    assert token_settings(imdb, {"max_new_tokens": 8})["min_new_tokens"] == 8
+    assert token_settings(imdb, {"max_new_tokens": 8, "min_new_tokens": 2})["min_new_tokens"] == 2
+    assert takes_argument(imdb, "split") and not takes_argument(task_class("lm_gym/Wordle-v0"), "source")
+    unknown, accepted = unknown_arguments(imdb, ["split", "nope", "also_nope"])
+    assert unknown == ["also_nope", "nope"] and "split" in accepted and "self" not in accepted

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -12,8 +11,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, ResetNeededError, safe_repr
-from lm_gym.core.registration import task_class, task_spec
-from lm_gym.core.text_env import RewardQuery, SingleTurnTextEnv, StepResult, TextEnv, checked_utterance
+from lm_gym.core.registration import takes_argument, task_class, task_spec, token_settings, unknown_arguments
+from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, checked_utterance
 from lm_gym.core.token_level import MAX_TOKENS
 from lm_gym.core.validation import check_choice, check_int, check_number
 
@@ -245,13 +244,7 @@ class MixtureEnv(TextEnv):
         self._limit = self.action_space.max_length  # its action limit (the mixture's before the first reset)
         self._seeded_from: Any = None  # the RNG that seeded the tasks' envs
         self._pending_seeds: dict[str, int] = {}  # seeds of the tasks not yet played since then
-        # the tasks whose env resets as TextEnv does: an unseeded reset without options skips its checks
-        self._plain_reset = {name: type(env).reset is TextEnv.reset for name, env in envs.items()}
         self._limits = {name: env.action_space.max_length for name, env in envs.items()}
-        # the tasks whose step queries are SingleTurnTextEnv's: the sample's prompt, references and meta
-        self._plain_queries = {name: _plain_query(env) for name, env in envs.items()}
-        self._plain_query = False  # the current task's
-        self._drawn = len(envs) > 1  # whether a task is drawn (with one, none is: the RNG is not used)
 
     # ---- what the mixture holds ----------------------------------------------------------
     @property
@@ -268,24 +261,8 @@ class MixtureEnv(TextEnv):
             raise ResetNeededError("MixtureEnv has no current task before reset(); call reset() first")
         return self._task
 
-    # ---- Gymnasium API ------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        if seed is None and options is None:  # (autoreset) TextEnv.reset, without checking what is not given
-            return _unseeded_reset(self)
-        return super().reset(seed=seed, options=options)
-
     # ---- task hooks ----------------------------------------------------------------------
     def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        rng = self._np_random
-        if not options and rng is not None and self._seeded_from is rng:  # an autoreset: the short way
-            task = self.task_names[self._draw(rng)] if self._drawn else self.task_names[0]
-            if self._plain_reset[task] and task not in self._pending_seeds:
-                env = self._envs[task]
-                observation, info = _unseeded_reset(env)
-                self._task, self._env, self._limit = task, env, self._limits[task]
-                self._plain_query = self._plain_queries[task]
-                return observation, {**info, "task": task}
-            return self._start_task(task, None, rng, self._pending_seeds, None)
         task, task_options = self._episode_options(options) if options else (None, None)
         rng = self.np_random
         saved = rng.bit_generator.state if task_options else None  # the task may refuse its options
@@ -305,10 +282,7 @@ class MixtureEnv(TextEnv):
         env = self._envs[task]
         seed = pending.get(task)
         try:
-            if seed is None and task_options is None and self._plain_reset[task]:
-                observation, info = _unseeded_reset(env)
-            else:
-                observation, info = env.reset(seed=seed, options=task_options)
+            observation, info = env.reset(seed=seed, options=task_options)
         except Exception:
             if saved is not None:
                 rng.bit_generator.state = saved
@@ -317,11 +291,10 @@ class MixtureEnv(TextEnv):
             pending = {name: seed for name, seed in pending.items() if name != task}
         self._pending_seeds = pending
         self._seeded_from, self._task, self._env, self._limit = rng, task, env, self._limits[task]
-        self._plain_query = self._plain_queries[task]
         return observation, {**info, "task": task}
 
     def _draw(self, rng: np.random.Generator) -> int:
-        if len(self.task_names) == 1:
+        if len(self.task_names) == 1:  # nothing to draw: the RNG is left as it is
             return 0
         return int(np.searchsorted(self._cumulative, rng.random(), side="right"))
 
@@ -343,16 +316,7 @@ class MixtureEnv(TextEnv):
             raise ResetNeededError(
                 "MixtureEnv.step() called before reset() or after the episode ended; call reset() first"
             )
-        if not (isinstance(action, str) and len(action) <= self._limit):
-            action = self._fit(action)
-        env = self._env
-        if self._plain_query:  # SingleTurnTextEnv's prepare_step, with the task's meta in the one query built
-            utterance = env.parse_action(action)
-            sample = env._sample
-            return utterance, RewardQuery(
-                sample.prompt, utterance, sample.references, TaskMeta(sample.meta, self._task)
-            )
-        utterance, query = env.prepare_step(action)
+        utterance, query = self._env.prepare_step(self._fit(action))
         if query is not None:
             query = RewardQuery(query.prompt, query.utterance, query.references, TaskMeta(query.meta, self._task))
         return utterance, query
@@ -371,15 +335,9 @@ class MixtureEnv(TextEnv):
             return action
         return checked_utterance(action, self.action_space.max_length)[: self._limit]
 
-    def finish_step(self, utterance: str, score: float | None) -> StepResult:
-        # TextEnv.finish_step with the task's finish_step as the transition; the task's env fitted
-        # the observation into its observation space, which the mixture's contains
-        observation, reward, terminated, truncated, info = self._env.finish_step(utterance, score)
-        self._needs_reset = terminated or truncated
-        self._last_observation = observation
-        return observation, reward, terminated, truncated, {**info, "task": self._task}
-
     def _transition(self, utterance: str, score: float | None) -> StepResult:
+        # the task's own step's last part: the task's env fitted the observation into its observation
+        # space, which the mixture's contains (``_observe``)
         observation, reward, terminated, truncated, info = self._env.finish_step(utterance, score)
         return observation, reward, terminated, truncated, {**info, "task": self._task}
 
@@ -448,37 +406,13 @@ class MixtureEnv(TextEnv):
     def replicate(self) -> MixtureEnv:
         clone = super().replicate()
         clone._envs = {name: env.replicate() for name, env in self._envs.items()}
-        clone._task, clone._env, clone._limit, clone._plain_query = None, None, self.action_space.max_length, False
+        clone._task, clone._env, clone._limit = None, None, self.action_space.max_length
         clone._seeded_from, clone._pending_seeds = None, {}
         return clone
 
     def close(self) -> None:
         for env in self._envs.values():
             env.close()
-
-
-def _plain_query(env: TextEnv) -> bool:
-    """Whether ``env`` prepares its steps as :class:`SingleTurnTextEnv` does (its class overrides none of
-    the methods involved): a query of its current sample's prompt, references and meta."""
-    cls = type(env)
-    return (
-        isinstance(env, SingleTurnTextEnv)
-        and cls.prepare_step is TextEnv.prepare_step
-        and cls._reward_query is SingleTurnTextEnv._reward_query
-    )
-
-
-def _unseeded_reset(env: TextEnv) -> tuple[str, dict[str, Any]]:
-    """``env.reset()`` (no seed, no options) of an env whose class resets as :meth:`TextEnv.reset` does,
-    without that method's checks of the seed and options: the same episode, state and result."""
-    random_state = (env._np_random, env._np_random_seed)
-    try:
-        observation, info = env._new_episode({})
-    except Exception:
-        env._np_random, env._np_random_seed = random_state  # a refused reset changes nothing
-        raise
-    env._needs_reset = False
-    return env._observe(observation), info
 
 
 def _check_tasks(tasks: Any) -> dict[str, float]:
@@ -540,13 +474,10 @@ def _plan_tasks(weights: Mapping[str, float], task_kwargs: Mapping[str, dict[str
         arguments = {key: value for key, value in spec.kwargs.items() if key not in MIXTURE_ARGUMENTS}
         arguments.update(task_kwargs.get(name, {}))
         given = {key: arguments.pop(key) for key in PROTOCOL_ARGUMENTS if key in arguments}
-        parameters = inspect.signature(cls.__init__).parameters
-        if split is not None and "split" in parameters and "split" not in arguments:
+        if split is not None and "split" not in arguments and takes_argument(cls, "split"):
             arguments["split"] = split
-        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-        unknown = sorted(set(arguments) - set(parameters) - {"self"})
-        if unknown and not takes_any:
-            accepted = [p for p in parameters if p != "self"]
+        unknown, accepted = unknown_arguments(cls, arguments)
+        if unknown:
             raise ConfigurationError(
                 f"task_kwargs[{name!r}]: {cls.__name__} takes no argument {', '.join(unknown)}; it takes "
                 f"{accepted} and the token level's {list(PROTOCOL_ARGUMENTS)}"
@@ -556,15 +487,16 @@ def _plan_tasks(weights: Mapping[str, float], task_kwargs: Mapping[str, dict[str
 
 
 def _protocol(name: str, cls: type[TextEnv], given: Mapping[str, Any]) -> dict[str, Any]:
-    """Task ``name``'s token-level protocol: its class's defaults, overridden by ``given``."""
-    defaults = {key: cls.token_level_defaults[key] for key in PROTOCOL_ARGUMENTS if key in cls.token_level_defaults}
-    settings = {"prompt_truncation_side": "left", **defaults, **given}
+    """Task ``name``'s token-level protocol: its class's settings as ``gymnasium.make`` gives them
+    (:func:`~lm_gym.core.registration.token_settings`, ``given`` over its defaults), checked, with the
+    token level's defaults where the class has none."""
+    settings = {"prompt_truncation_side": "left", **token_settings(cls, given)}
     where = f"task_kwargs[{name!r}]"
     max_new = check_int(f"{where}['max_new_tokens']", settings.get("max_new_tokens", 64), 1, MAX_TOKENS)
     if "min_new_tokens" in given:
         min_new = check_int(f"{where}['min_new_tokens']", given["min_new_tokens"], 0, max_new)
     else:
-        min_new = min(int(cls.generation_defaults.get("min_new_tokens", 0)), max_new)
+        min_new = min(int(settings.get("min_new_tokens", 0)), max_new)
     return {
         "max_prompt_length": check_int(
             f"{where}['max_prompt_length']", settings.get("max_prompt_length", 128), 1, MAX_TOKENS
