@@ -67,14 +67,16 @@ and ``metrics`` (``intent_match``, ``meteor``, ``rouge1``, ``rouge2``, ``rougeL`
 ``num_words``).
 
 ## Arguments
+Every argument of ``lm_gym/DailyDialog-v0`` (:class:`lm_gym.tasks.dailydialog.DailyDialogEnv`)
+but ``render_mode``, passed to it as it is, with two defaults of its own (:data:`TASK_DEFAULTS`),
+and the multi-agent env's:
+
 | argument | default | meaning |
 |---|---|---|
 | ``split``, ``source``, ``data_dir`` | ``"train"``, ``"synthetic"``, ``None`` | the dialogues (see below) |
 | ``context_size`` | ``2`` | dataset utterances before the agents speak, and utterances in each observation (1 to 64) |
 | ``min_replies`` | ``2`` | dialogues with fewer turns after the context are left out (1 to 64) |
-| ``intent_model`` | ``"auto"`` | the reward's dialogue-act classifier, as ``lm_gym/DailyDialog-v0`` |
-| ``intent_coef``, ``meteor_coef`` | ``0.75``, ``0.25`` | the reward's weights, as ``lm_gym/DailyDialog-v0`` |
-| ``reward_device`` | ``None`` | the classifier's device, as ``lm_gym/DailyDialog-v0`` |
+| ``intent_model``, ``reward_device``, ... | the task's | the reward, as ``lm_gym/DailyDialog-v0`` |
 | ``max_cycles`` | ``None`` | truncate after this many utterances (PettingZoo's cycles); ``None``: no limit |
 | ``render_mode`` | ``None`` | ``"ansi"`` returns the conversation (one utterance per line), ``"human"`` prints it |
 
@@ -102,7 +104,6 @@ while parallel.agents:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
 from gymnasium.utils import seeding
@@ -119,6 +120,8 @@ from lm_gym.tasks.dailydialog.env import (
 )
 
 SPEAKERS = ("speaker_0", "speaker_1")
+#: Where the multi-agent env's defaults differ from ``lm_gym/DailyDialog-v0``'s: offline, and a short context.
+TASK_DEFAULTS = {"source": "synthetic", "context_size": 2}
 
 
 class DailyDialogParallelEnv(TurnTakingEnv):
@@ -127,26 +130,12 @@ class DailyDialogParallelEnv(TurnTakingEnv):
     metadata: ClassVar[dict[str, Any]] = {**TurnTakingEnv.metadata, "name": "dailydialog_v0"}
 
     def __init__(
-        self,
-        split: str = "train",
-        source: str = "synthetic",
-        data_dir: str | Path | None = None,
-        context_size: int = 2,
-        min_replies: int = 2,
-        intent_model: str = "auto",
-        intent_coef: float = 0.75,
-        meteor_coef: float = 0.25,
-        reward_device: str | None = None,
-        max_cycles: int | None = None,
-        render_mode: str | None = None,
+        self, *, min_replies: int = 2, max_cycles: int | None = None, render_mode: str | None = None, **task_kwargs: Any
     ):
         super().__init__(max_cycles, render_mode)
         self.possible_agents = list(SPEAKERS)
         min_replies = check_int("min_replies", min_replies, 1, MAX_CONTEXT_SIZE)
-        self.task = DailyDialogEnv(
-            split=split, source=source, data_dir=data_dir, context_size=context_size, intent_model=intent_model,
-            intent_coef=intent_coef, meteor_coef=meteor_coef, reward_device=reward_device,
-        )  # fmt: skip
+        self.task = DailyDialogEnv(**{**TASK_DEFAULTS, **task_kwargs})
         self.context_size = self.task.context_size
         replies: dict[int, list[Sample]] = {}  # the task's samples are the replies; group them by dialogue
         for sample in self.task.samples:
@@ -154,7 +143,8 @@ class DailyDialogParallelEnv(TurnTakingEnv):
         self.games = tuple(tuple(samples) for samples in replies.values() if len(samples) >= min_replies)
         if not self.games:
             raise ConfigurationError(
-                f"no dialogue of the {split!r} split has {min_replies} turns after context_size={self.context_size}"
+                f"no dialogue of the {self.task.split!r} split has {min_replies} turns "
+                f"after context_size={self.context_size}"
             )
         self._set_spaces(
             dict.fromkeys(SPEAKERS, self.task.observation_space.max_length),

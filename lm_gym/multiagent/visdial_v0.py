@@ -86,6 +86,10 @@ the last one's ``metrics`` hold ``answers_right``, the share of the game's answe
 well the answering agent reads the scene, apart from the questions asked.
 
 ## Arguments
+Every argument of ``lm_gym/VisDial-v0`` (:class:`lm_gym.tasks.visdial.VisDialEnv`) but
+``answerer`` (the answering agent answers) and ``render_mode``, passed to it as it is, and the
+multi-agent env's own:
+
 | argument | default | meaning |
 |---|---|---|
 | ``split``, ``source`` | ``"train"``, ``"synthetic"`` | the images (see below) |
@@ -95,15 +99,16 @@ well the answering agent reads the scene, apart from the questions asked.
 | ``yn_reward``, ``yn_reward_kind`` | ``-2.0``, ``"none"`` | the yes/no penalty of the answers |
 | ``reward_scale``, ``reward_shift`` | ``1.0``, ``0.0`` | ``reward = (base + yn) * reward_scale + reward_shift`` |
 | ``max_turns`` | ``10`` | rounds (question and answer) per game, 1 to 20 |
+| ``server_url``, ``image_features``, ``server_timeout`` | the task's | as ``lm_gym/VisDial-v0`` (see below) |
 | ``max_cycles`` | ``None`` | truncate after this many utterances (PettingZoo's cycles); ``None``: no limit |
 | ``render_mode`` | ``None`` | ``"ansi"`` returns the conversation (the questioner's view), ``"human"`` prints it |
 
 ``split``, ``source``, ``data_dir`` and ``num_images`` choose the images as for ``lm_gym/VisDial-v0``
 (``source="synthetic"`` is offline; ``"local"`` reads a VisDial v1.0 json). ``max_cycles=None`` ends
-the episode at the game's own end only.
+the episode at the game's own end only. A visdial-rl server (``server_url``) answers *and* ranks,
+so the task refuses it beside the answering agent.
 
-Bad arguments raise ``ConfigurationError`` naming the argument. There is no ``server_url``:
-the answering agent replaces the world's answerer.
+Bad arguments raise ``ConfigurationError`` naming the argument.
 
 ## Usage
 ```python
@@ -134,9 +139,9 @@ observations, rewards, terminations, truncations, infos = parallel.step({"questi
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
+from lm_gym.core.errors import UnknownArgumentError
 from lm_gym.multiagent.turns import TurnTakingEnv, pettingzoo_constructors
 from lm_gym.tasks.visdial.dialogue import (
     MAX_ANSWER_LENGTH,
@@ -174,31 +179,15 @@ class VisDialParallelEnv(TurnTakingEnv):
 
     metadata: ClassVar[dict[str, Any]] = {**TurnTakingEnv.metadata, "name": "visdial_v0"}
 
-    def __init__(
-        self,
-        split: str = "train",
-        source: str = "synthetic",
-        data_dir: str | Path | None = None,
-        num_images: int | None = None,
-        ranker: Any = None,
-        cutoff: float = 0.5,
-        goal_value: float = 1.0,
-        yn_reward: float = -2.0,
-        yn_reward_kind: str = "none",
-        reward_scale: float = 1.0,
-        reward_shift: float = 0.0,
-        max_turns: int = 10,
-        max_cycles: int | None = None,
-        render_mode: str | None = None,
-    ):
+    def __init__(self, *, max_cycles: int | None = None, render_mode: str | None = None, **task_kwargs: Any):
         super().__init__(max_cycles, render_mode)
+        if "answerer" in task_kwargs:
+            raise UnknownArgumentError(
+                "VisDialParallelEnv() got an unexpected keyword argument 'answerer': the answering agent answers"
+            )
         self.possible_agents = [QUESTIONER, ANSWERER]
         self._answer = _AgentAnswer()
-        self.task = VisDialEnv(
-            split=split, source=source, data_dir=data_dir, num_images=num_images, answerer=self._answer, ranker=ranker,
-            cutoff=cutoff, goal_value=goal_value, yn_reward=yn_reward, yn_reward_kind=yn_reward_kind,
-            reward_scale=reward_scale, reward_shift=reward_shift, max_turns=max_turns,
-        )  # fmt: skip
+        self.task = VisDialEnv(answerer=self._answer, **task_kwargs)
         questioner_view = self.task.observation_space.max_length + 1 + MAX_QUESTION_LENGTH
         self._set_spaces(
             {QUESTIONER: questioner_view, ANSWERER: MAX_HIDDEN_LENGTH + 2 + questioner_view},

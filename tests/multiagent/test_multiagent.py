@@ -326,6 +326,21 @@ def test_bad_reset_and_constructor_arguments():
         dailydialog_v0.parallel_env(split="validation").reset(options={"index": -1})
 
 
+def test_the_task_arguments_reach_the_task_as_they_are():
+    """The multi-agent envs take their task's keyword arguments, the server's too, and the task checks them."""
+    for kwargs, name in (
+        ({"server_timeout": 0}, "server_timeout"),
+        ({"image_features": {}}, "image_features"),
+        ({"server_url": "http://localhost:1"}, "server_url answers and ranks"),
+    ):
+        with pytest.raises(ConfigurationError, match=name):
+            visdial_v0.parallel_env(**kwargs)
+    with pytest.raises(TypeError, match="answerer"):  # the answering agent is the answerer
+        visdial_v0.parallel_env(answerer=lambda image, dialogue, question: "yes")
+    assert visdial_v0.parallel_env(num_images=40, goal_value=0.5).task.goal_value == 0.5
+    assert dailydialog_v0.parallel_env(split="validation", meteor_coef=0.5).task.reward_fn is not None
+
+
 # ---- without PettingZoo --------------------------------------------------------------------
 def test_import_without_pettingzoo_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pettingzoo", None)  # as if it were not installed
