@@ -4,6 +4,8 @@
   ``.jsonl``/``.json``/``.csv``/``.parquet`` files (``data_files=``: a path, a list of paths, or a
   dict of those per split), of a ``datasets.Dataset``/``DatasetDict`` object, or of the small
   example shipped in ``data/`` (made-up news articles and one-sentence summaries).
+* :class:`SampleSource`: the arguments that say where an env's samples come from and how a row
+  becomes a prompt, kept by the env to load another split.
 * :func:`build_samples`: the rows as :class:`~lm_gym.core.text_env.Sample` s: the prompt (a
   column, or a ``str.format`` template over the row's columns), the references (one or more
   columns, each a str or a list of str) and the row's other plain columns as ``meta["row"]``.
@@ -19,6 +21,7 @@ import functools
 import os
 import string
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,19 @@ FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parque
 #: Keyword arguments of a reward function that a column of the same name would shadow.
 RESERVED_KWARGS = ("prompts", "completions", "references")
 OFFLINE_HINT = "Offline, pass data_files=<local .jsonl/.csv/.parquet files> (or no dataset: the example data)."
+
+
+@dataclass(frozen=True)
+class SampleSource:
+    """Where ``lm_gym/TextGeneration-v0``'s samples come from (the env's arguments of the same names):
+    the table (:func:`load_table`'s ``dataset``, ``dataset_config``, ``data_files``) and the column or
+    template that makes a row's prompt (:func:`build_samples`)."""
+
+    dataset: Any
+    dataset_config: str | None
+    data_files: Any
+    prompt_column: str
+    prompt_template: str | None
 
 
 def _shown(value: Any) -> str:

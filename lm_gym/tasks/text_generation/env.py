@@ -13,7 +13,7 @@ from lm_gym.core.errors import ConfigurationError, safe_repr
 from lm_gym.core.text_env import Sample, SingleTurnTextEnv, episode_texts
 from lm_gym.core.validation import check_int
 from lm_gym.rewards.completion import import_callable
-from lm_gym.tasks.text_generation.dataset import build_samples, check_reference_columns, load_table
+from lm_gym.tasks.text_generation.dataset import SampleSource, build_samples, check_reference_columns, load_table
 from lm_gym.tasks.text_generation.rewards import EXTRAS, METRICS, TEXT_METRICS, FunctionReward, MetricReward
 
 MAX_ACTION_LENGTH = 4096
@@ -158,7 +158,7 @@ class TextGenerationEnv(SingleTurnTextEnv):
             num_samples = check_int("num_samples", num_samples, 1, MAX_SAMPLES)
         metric_names = self._check_metrics(reward, metrics)
         self.split = split
-        self._data = (dataset, dataset_config, data_files, prompt_column, prompt_template)
+        self._source = SampleSource(dataset, dataset_config, data_files, prompt_column, prompt_template)
         self.samples = self._load_samples(split, num_samples)
         corpus_references = [sample.references for sample in self.samples] if self.reference_columns else None
         options = {"bertscore_model": bertscore_model, "bertscore_layers": bertscore_layers, "device": device}
@@ -211,16 +211,16 @@ class TextGenerationEnv(SingleTurnTextEnv):
         return names
 
     def _load_samples(self, split: str, num_samples: int | None = None) -> list[Sample]:
-        dataset, dataset_config, data_files, prompt_column, prompt_template = self._data
-        table = load_table(dataset, dataset_config, data_files, split)
+        source = self._source
+        table = load_table(source.dataset, source.dataset_config, source.data_files, split)
         return build_samples(
-            table, prompt_column, self.reference_columns, prompt_template, num_samples, MAX_PROMPT_LENGTH
+            table, source.prompt_column, self.reference_columns, source.prompt_template, num_samples, MAX_PROMPT_LENGTH
         )
 
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         """The prompts and references of the ``train`` split (of this split where there is no ``train``)."""
         samples = self.samples
-        dataset, _, data_files, _, _ = self._data
+        dataset, data_files = self._source.dataset, self._source.data_files
         splits = data_files if data_files is not None else dataset  # a dict of files or a DatasetDict
         has_train = isinstance(dataset, str) or (dataset is None and data_files is None)
         has_train = has_train or (isinstance(splits, Mapping) and "train" in splits)
