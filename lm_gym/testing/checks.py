@@ -1,0 +1,96 @@
+"""The three checks of the whole contract, each running checks 1 to 4 in order: :func:`check_text_env`,
+:func:`check_token_env` and :func:`check_vector_env`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gymnasium
+from gymnasium.vector import VectorEnv
+
+from lm_gym.testing.api import check_api
+from lm_gym.testing.bad_input import check_bad_actions, check_bad_resets
+from lm_gym.testing.episodes import check_determinism, check_random_play
+from lm_gym.testing.kinds import expect_kind, level_and_kind
+
+UTTERANCE_STEPS, TOKEN_STEPS, VECTOR_STEPS = 200, 2_000, 100
+
+
+def check_text_env(
+    env: gymnasium.Env,
+    *,
+    num_steps: int | None = None,
+    seed: int = 0,
+    make_env: Callable[[], gymnasium.Env] | None = None,
+    seed_sensitive: bool = True,
+    sb3: bool | None = None,
+) -> None:
+    """Check an lm-gym env against the whole contract (see the module docstring).
+
+    Args:
+        env: a :class:`~lm_gym.core.text_env.TextEnv`, or an env made from one
+            (``gymnasium.make``, Gymnasium's wrappers that keep its spaces). A token-level env
+            (``action_level="token"``, :class:`~lm_gym.core.token_level.TokenLevel`) is checked
+            by :func:`check_token_env`.
+        num_steps: steps of random play; default 200 utterances (2,000 token steps at token level).
+        seed: the seed of the episodes played.
+        make_env: builds a second env like ``env`` for the determinism check (default
+            ``gymnasium.make(env.spec)`` or ``copy.deepcopy(env)``).
+        seed_sensitive: whether two seeds must play different episodes.
+        sb3: stable-baselines3's checker at token level (``None``: when installed).
+
+    Raises:
+        AssertionError: what broke the contract.
+    """
+    if level_and_kind(env) == ("token", "scalar"):
+        check_token_env(env, num_steps=num_steps, seed=seed, make_env=make_env, seed_sensitive=seed_sensitive, sb3=sb3)
+        return
+    expect_kind(env, "utterance", "scalar", "check_text_env")
+    check_api(env)
+    check_determinism(env, seed=seed, make_env=make_env, seed_sensitive=seed_sensitive)
+    check_random_play(env, UTTERANCE_STEPS if num_steps is None else num_steps, seed=seed)
+    check_bad_actions(env, seed=seed)
+    check_bad_resets(env, seed=seed)
+
+
+def check_token_env(
+    env: gymnasium.Env,
+    *,
+    num_steps: int | None = None,
+    seed: int = 0,
+    make_env: Callable[[], gymnasium.Env] | None = None,
+    seed_sensitive: bool = True,
+    sb3: bool | None = None,
+) -> None:
+    """Check a token-level env (:class:`~lm_gym.core.token_level.TokenLevel` of a
+    :class:`~lm_gym.core.text_env.TextEnv`) against the contract; ``num_steps`` defaults to 2,000
+    token steps. The arguments are :func:`check_text_env`'s; ``sb3=True`` fails without
+    stable-baselines3, ``sb3=False`` skips its checker.
+    """
+    expect_kind(env, "token", "scalar", "check_token_env")
+    check_api(env, sb3=sb3)
+    check_determinism(env, seed=seed, make_env=make_env, seed_sensitive=seed_sensitive)
+    check_random_play(env, TOKEN_STEPS if num_steps is None else num_steps, seed=seed)
+    check_bad_actions(env, seed=seed)
+    check_bad_resets(env, seed=seed)
+
+
+def check_vector_env(
+    venv: VectorEnv,
+    *,
+    num_steps: int = VECTOR_STEPS,
+    seed: int = 0,
+    make_env: Callable[[], VectorEnv] | None = None,
+    seed_sensitive: bool = True,
+) -> None:
+    """Check a native vector env (:class:`~lm_gym.core.vector.TextVectorEnv` or
+    :class:`~lm_gym.core.token_vector.TokenVectorEnv`, any autoreset mode): its spaces and
+    returns, determinism (``make_env`` default: ``gymnasium.make_vec(venv.spec)`` or
+    ``copy.deepcopy(venv)``), ``num_steps`` vector steps of random play and bad input (actions
+    of the wrong type or shape, bad copies' actions, seeds and ``reset_mask``)."""
+    expect_kind(venv, None, "vector", "check_vector_env")
+    check_api(venv)
+    check_determinism(venv, seed=seed, make_env=make_env, seed_sensitive=seed_sensitive)
+    check_random_play(venv, num_steps, seed=seed)
+    check_bad_actions(venv, seed=seed)
+    check_bad_resets(venv, seed=seed)
