@@ -32,7 +32,6 @@ _LOG_TAIL_BYTES = 65536
 
 DATA_DONE_FILE = ".done"  #: written in a data job's folder after it exits 0
 LOG_FILE = "harness.log"
-JOB_FILE = "harness_job.json"  #: the command a job was started with (checks a re-run's suite has not changed it)
 
 
 @dataclass(frozen=True)
@@ -174,18 +173,6 @@ def run_attempt(attempt: Attempt) -> int:
         raise
     finish_attempt(attempt, returncode)
     return returncode
-
-
-def write_job_file(out_dir: Path, argv: tuple[str, ...]) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _write_json_atomically(out_dir / JOB_FILE, {"argv": list(argv)})
-
-
-def read_job_file(out_dir: Path) -> list[str] | None:
-    try:
-        return json.loads((out_dir / JOB_FILE).read_text())["argv"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def _write_json_atomically(path: Path, content: dict) -> None:

@@ -61,9 +61,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from lm_gym.results import stats
 from lm_gym.core.errors import LMGymError
-from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
+from lm_gym.results import RESULT_FILE, ResultFormatError, load_result, stats
 
 PERFORMANCE_FIELDS = ("wall_time_s", "tokens_per_s", "episodes_per_s", "peak_memory_mb")
 INITIAL_PREFIX = "initial/"

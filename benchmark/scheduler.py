@@ -40,11 +40,10 @@ from benchmark.attempt import (
     has_checkpoint,
     is_permanent,
     job_finished,
-    read_job_file,
-    write_job_file,
 )
 from benchmark.suite import ROOT, Job
 from lm_gym.core.errors import ConfigurationError
+from lm_gym.results.harness_job import read_harness_argv, write_harness_job
 
 STATUS_FILE = "harness.json"
 LOCK_FILE = ".harness.lock"
@@ -139,7 +138,7 @@ class Scheduler:
             job = state.job
             if job_finished(job.out_dir, job.is_baseline):
                 state.state, state.note, state.reused = "done", "finished in an earlier run", True
-                recorded = read_job_file(job.out_dir)
+                recorded = read_harness_argv(job.out_dir)
                 if recorded is not None and recorded != list(job.argv):
                     changed.append(job.key)
         if changed:
@@ -177,7 +176,7 @@ class Scheduler:
 
     def _attempt(self, state: JobState) -> Attempt:
         job = state.job
-        write_job_file(job.out_dir, job.argv)
+        write_harness_job(job.out_dir, job.record())
         argv = (sys.executable, *job.argv)
         if job.is_baseline:
             argv = (*self.baseline_launcher, *job.argv, *self.extra_flags)

@@ -22,6 +22,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from lm_gym.core.errors import ConfigurationError
+from lm_gym.results.harness_job import HarnessJob
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
@@ -44,6 +45,7 @@ class Job:
     """One process of a suite run."""
 
     key: str  #: ``<task>/<algorithm>/seed<k>`` or ``<task>/data/<name>``
+    suite: str  #: the suite's name
     task: str
     algorithm: str  #: the algorithm label, or ``"data"``
     seed: int | None  #: None for data jobs
@@ -55,6 +57,10 @@ class Job:
     def is_baseline(self) -> bool:
         """Baseline jobs take ``--out-dir``, ``--resume`` and ``--track`` and finish with a ``result.json``."""
         return self.algorithm != "data"
+
+    def record(self) -> HarnessJob:
+        """What the harness writes in the job's folder as it starts it (``harness_job.json``)."""
+        return HarnessJob(self.suite, self.key, self.task, self.algorithm, self.seed, self.argv)
 
 
 @dataclass(frozen=True)
@@ -258,7 +264,14 @@ def expand_jobs(
         if seed is not None:
             argv += ("--out-dir", str(out_dir))
         jobs[key] = Job(
-            key, task_name, "data" if seed is None else label, seed, out_dir, argv, tuple(dict.fromkeys(needs))
+            key,
+            suite.name,
+            task_name,
+            "data" if seed is None else label,
+            seed,
+            out_dir,
+            argv,
+            tuple(dict.fromkeys(needs)),
         )
         return key
 

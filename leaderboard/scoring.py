@@ -49,8 +49,8 @@ import numpy as np
 
 from leaderboard.boards import boards, is_user_board, task_metrics, user_reference_points, where
 from leaderboard.entry import MIN_RUNS
-from lm_gym.results import stats
 from lm_gym.core.errors import LMGymError
+from lm_gym.results import stats
 
 KINDS = ("task", "naturalness")
 REFERENCE_POINTS_FILE = Path(__file__).with_name("reference_points.json")

@@ -10,10 +10,11 @@ Command line::
 out silently would change the entry) and builds the entry of ``leaderboard/README.md``:
 
 * **algorithm**: the runs of ``--algorithm``; without it the folders must hold one algorithm.
-* **board**: ``--board``, else the board of the suite a folder on the runs' paths is named
-  after (``runs/smoke/...``) whose tasks include every task of the runs (the ``offline``
-  suite's runs go to ``offline-text`` or ``offline-games``); with ``--boards FILE`` (boards over your
-  own tasks), failing that, the one of the file's boards that has them. Every task of the board needs
+* **board**: ``--board``, else the board of the runs' suite whose tasks include every task of the
+  runs (the ``offline`` suite's runs go to ``offline-text`` or ``offline-games``): the suite a
+  harness run's job record names (``harness_job.json``), a folder on the path of another run
+  (``runs/smoke/...``); with ``--boards FILE`` (boards over your own tasks), failing that, the one
+  of the file's boards that has them. Every task of the board needs
   runs, no other task may have any, and every final evaluation played the board's
   ``eval_episodes`` episodes.
 * **seeds**: at least 3 (at most 20) per task, distinct, and the same seeds for every task.
@@ -71,6 +72,7 @@ from leaderboard.replay import EVAL_SEED
 from leaderboard.texts import sample_text
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
+from lm_gym.results.harness_job import HARNESS_JOB_FILE, HarnessJob, HarnessJobError, read_harness_job
 
 #: config keys that differ between the seeds of one experiment by design (paths, logging, device)
 PER_RUN_CONFIG_KEYS = ("seed", "out_dir", "init_from", "dataset", "resume", "track", "wandb_project", "device")
@@ -101,7 +103,7 @@ def build_entry(
     per task and the tasks the runs have (the entry then has per-task scores only)."""
     run_dirs = [Path(run_dir) for run_dir in run_dirs]
     runs = _runs_of_algorithm(_load_runs(run_dirs), algorithm)
-    board = board or _board_from_paths(runs, partial)
+    board = board or _board_of_runs(runs, partial)
     by_task = _runs_by_task(runs, board, partial)
     _check_seeds(by_task, partial)
     _check_evaluations(by_task, boards()[board])
@@ -138,48 +140,48 @@ def build_entry(
     return entry
 
 
-HARNESS_JOB_FILE = "harness_job.json"  #: the harness writes each job's command line there, beside result.json
 RUNS_PLACEHOLDER = "{runs}"  #: a recipe writes paths in the suite's runs folder as {runs}/...
 CHECKOUT = Path(__file__).resolve().parents[1]  #: the lm-gym checkout: recipes name scripts relative to it
 
 
 def build_recipe(by_task: dict[str, list[Run]]) -> dict[str, Any] | None:
     """The entry's recipe: the suite, its algorithm and task labels, the runs' device and versions, and every
-    job's command line as the harness ran it (``harness_job.json`` beside each ``result.json``, in the harness's
-    ``<suite>/<task>/<algorithm>/seed<k>`` folders), with the jobs they need (an SFT warm start, a dataset);
-    None when a run was not made by the harness (the entry then cannot be verified)."""
-    suite_dirs, labels, algorithms = set(), {}, set()
-    for env_id, runs in by_task.items():
+    job's command line as the harness ran it, with the jobs they need (an SFT warm start, a dataset), all read
+    from the job records (``harness_job.json`` beside each ``result.json``,
+    :mod:`lm_gym.results.harness_job`); None when a run was not made by the harness, or the runs are of
+    several suites or algorithms (the entry then cannot be verified). A record of an older harness, which
+    names no suite, task, algorithm or seed, is a :class:`SubmitError` saying to re-run the job."""
+    records = {}
+    for runs in by_task.values():
         for path, _ in runs:
-            run_dir = path.parent
-            if not (run_dir / HARNESS_JOB_FILE).is_file() or len(run_dir.parents) < 4:
+            if not (path.parent / HARNESS_JOB_FILE).is_file():
                 return None
-            suite_dirs.add(run_dir.parents[2].resolve())
-            labels.setdefault(env_id, run_dir.parents[1].name)
-            algorithms.add(run_dir.parent.name)
-    if len(suite_dirs) != 1 or len(algorithms) != 1:
+            records[path.parent.resolve()] = _harness_job(path.parent)
+    suites = {record.suite for record in records.values()}
+    algorithms = {record.algorithm for record in records.values()}
+    # the suite's runs folder: the one the harness made each job's folder in, under the job's name
+    suite_dirs = {_runs_folder(job_dir, record.job) for job_dir, record in records.items()}
+    if len(suites) != 1 or len(algorithms) != 1 or len(suite_dirs) != 1 or None in suite_dirs:
         return None
     suite_dir = suite_dirs.pop()
+    labels = {env_id: records[runs[0][0].parent.resolve()].task for env_id, runs in by_task.items()}
     jobs: dict[str, list[str]] = {}
-    pending = [path.parent.resolve() for runs in by_task.values() for path, _ in runs]
+    pending = list(records)
     while pending:
         job_dir = pending.pop(0)
-        name = job_dir.relative_to(suite_dir).as_posix()
-        if name in jobs:
+        record = records.get(job_dir) or _harness_job(job_dir)
+        if record.job in jobs:
             continue
-        try:
-            argv = [str(argument) for argument in json.loads((job_dir / HARNESS_JOB_FILE).read_text())["argv"]]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        name, argv = record.job, list(record.argv)
         # the runs folder where the harness ran the job (the runs may have moved since): its --out-dir less its name
         ran_in = next((value[: -len(name)].rstrip("/") for value in argv if value.endswith("/" + name)), None)
         if ran_in and Path(ran_in).resolve() != suite_dir:
             argv = [argument.replace(ran_in, str(suite_dir)) for argument in argv]
-        jobs[name] = [_recipe_argument(argument, suite_dir) for argument in argv]
+        jobs[name] = [recipe_argument(argument, suite_dir) for argument in argv]
         pending += [needed for argument in argv if (needed := _job_dir_of(argument, suite_dir)) not in (None, job_dir)]
     first = next(iter(by_task.values()))[0][1]
     return {
-        "suite": suite_dir.name,
+        "suite": suites.pop(),
         "algorithm": algorithms.pop(),
         "tasks": labels,
         "device": str(first["device"])[:64],
@@ -192,7 +194,22 @@ def build_recipe(by_task: dict[str, list[Run]]) -> dict[str, Any] | None:
     }
 
 
-def _recipe_argument(argument: str, suite_dir: Path) -> str:
+def _harness_job(job_dir: Path) -> HarnessJob:
+    try:
+        return read_harness_job(job_dir)
+    except HarnessJobError as error:
+        raise SubmitError(str(error)) from None
+
+
+def _runs_folder(job_dir: Path, job: str) -> Path | None:
+    """The folder that holds the job's folder as ``<folder>/<job>`` (the harness's layout); None if it is not so
+    held (the runs were moved out of the layout)."""
+    if not job_dir.as_posix().endswith("/" + job):
+        return None
+    return Path(job_dir.as_posix()[: -len(job) - 1])
+
+
+def recipe_argument(argument: str, suite_dir: Path) -> str:
     """A command-line argument with the runs folder written {runs} and a script of the checkout relative to it."""
     text = argument.replace(str(suite_dir), RUNS_PLACEHOLDER)
     try:
@@ -230,8 +247,8 @@ def add_submit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--board",
         help=(
-            f"the board, one of {', '.join(sorted(boards()))} or one of --boards (default: the board of the suite "
-            "a folder on the runs' paths is named after that has the runs' tasks)"
+            f"the board, one of {', '.join(sorted(boards()))} or one of --boards (default: the board of the runs' "
+            "suite, named by their harness_job.json or a folder on their paths, that has the runs' tasks)"
         ),
     )
     parser.add_argument("--method", help="the method's name (default: the algorithm)")
@@ -309,16 +326,17 @@ def _runs_of_algorithm(runs: list[Run], algorithm: str | None) -> list[Run]:
     return kept
 
 
-def _board_from_paths(runs: list[Run], partial: bool = False) -> str:
-    """The board of the suite (or board) a folder on the runs' paths is named after that has every task of the runs
-    (``partial``, a runs folder's board: the one that has most of them, when no board has all)."""
-    parts = {part for path, _ in runs for part in path.parts}
+def _board_of_runs(runs: list[Run], partial: bool = False) -> str:
+    """The board of the suite (or board) the runs name that has every task of the runs (``partial``, a runs
+    folder's board: the one that has most of them, when no board has all). A run of the harness names its suite
+    in its job record; another run (or one of a harness older than the records' fields) by a folder on its path."""
+    parts = {name for path, _ in runs for name in _suite_names(path.parent)}
     named = [board for board in boards().values() if board.name in parts or board.suite in parts]
     if not named:  # boards of your own (--boards) need no folder named after them
         named = [board for board in boards().values() if board.defined_in is not None]
     if not named:
         raise SubmitError(
-            "cannot tell the board from the folders "
+            "cannot tell the board from the folders or the job records "
             f"(none is named after a suite or board: {', '.join(sorted(boards()))}): pass --board"
         )
     tasks = {result["env_id"] for _, result in runs}
@@ -338,6 +356,14 @@ def _board_from_paths(runs: list[Run], partial: bool = False) -> str:
             f"({', '.join(sorted(tasks))}): pass --board"
         )
     raise SubmitError(f"the runs fit several boards ({', '.join(found)}): pass --board")
+
+
+def _suite_names(run_dir: Path) -> set[str]:
+    """The suite a run's job record names; without a record that names one, the folders on the run's path."""
+    try:
+        return {read_harness_job(run_dir).suite}
+    except HarnessJobError:
+        return set(run_dir.parts)
 
 
 def _runs_by_task(runs: list[Run], board: str, partial: bool = False) -> dict[str, list[Run]]:

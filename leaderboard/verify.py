@@ -43,9 +43,10 @@ from typing import Any
 
 from leaderboard.boards import add_boards_argument, boards, load_boards_files
 from leaderboard.entry import EntryError, _field_path, canonical_json, check_entry_file, entry_file_name
-from leaderboard.submit import CHECKOUT, HARNESS_JOB_FILE, _recipe_argument
+from leaderboard.submit import CHECKOUT, recipe_argument
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import git_commit, library_versions
+from lm_gym.results.harness_job import HARNESS_JOB_FILE, read_harness_job
 
 EXACT_TOLERANCE = 1e-6  #: relative difference allowed between a deterministic re-run and the entry
 SUITES_DIR = CHECKOUT / "benchmark" / "suites"
@@ -192,13 +193,11 @@ def _cuda() -> bool:
 def _job_difference(suite_dir: Path, name: str, recipe_jobs: dict[str, list[str]]) -> str:
     """Why the re-run's job ``name`` (and the jobs it needed) differ from the recipe's, or ``""``."""
     for job_file in sorted(suite_dir.rglob(HARNESS_JOB_FILE)):
-        job = job_file.parent.relative_to(suite_dir).as_posix()
-        if job != name and not name.startswith(job.split("/")[0] + "/"):
+        record = read_harness_job(job_file.parent)
+        job = record.job
+        if job != name and not name.startswith(record.task + "/"):
             continue
-        argv = [
-            _recipe_argument(str(argument), suite_dir.resolve())
-            for argument in json.loads(job_file.read_text())["argv"]
-        ]
+        argv = [recipe_argument(argument, suite_dir.resolve()) for argument in record.argv]
         if job not in recipe_jobs:
             if job == name:
                 return f"the recipe has no job {name}"

@@ -23,6 +23,7 @@ from benchmark.placement import Slot, launcher, parse_gpus, plan_slots
 from benchmark.suite import ROOT, SuiteError, expand_jobs, load_suite, render_flags
 from lm_gym.core.errors import ConfigurationError
 from lm_gym.results import load_result
+from lm_gym.results.harness_job import HarnessJob, read_harness_job
 
 FAKE = Path(__file__).with_name("harness_fake_baseline.py")
 BASELINES = sorted(path.name for path in (ROOT / "baselines").glob("*.py"))
@@ -297,6 +298,15 @@ def test_jobs_get_their_gpu_through_cuda_visible_devices(tmp_path):
     for spans in intervals.values():  # never more than 2 jobs at once on one GPU
         for start, _ in spans:
             assert sum(s <= start < e for s, e in spans) <= 2
+
+
+def test_each_job_folder_holds_the_record_of_its_suite_task_algorithm_seed_and_command(tmp_path):
+    suite = write_suite(tmp_path, FAKE_SUITE.replace("steps = 4, step-seconds = 0.2", "steps = 1"))
+    harness("--suite", suite, "--out", tmp_path / "runs", "--tasks", "a", "--num-seeds", "1")
+    jobs = {job.key: job for job in expand_jobs(load_suite(str(suite)), tmp_path / "runs" / "tiny", tasks=["a"])}
+    for key, algorithm in (("a/warm/seed1", "warm"), ("a/rl/seed1", "rl")):
+        record = read_harness_job(tmp_path / "runs" / "tiny" / key)
+        assert record == HarnessJob("tiny", key, "a", algorithm, 1, jobs[key].argv)
 
 
 # ----------------------------------------------------------------------------- resume and faults
