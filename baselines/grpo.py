@@ -107,11 +107,12 @@ def main(args: Args) -> dict:
     # Envs: the native batched vector env; a group's envs are adjacent (env i is in group i // G).
     train_env = vector_env_for_split(args.env_id, env_kwargs, "train", num_envs)
     eval_env = vector_env_for_split(args.env_id, env_kwargs, "validation", args.eval_batch_size)
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task_env(train_env))
+    task = task_env(train_env)  # what the task's attributes are read from (a served task: its client)
+    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task)
 
     # Models: the policy, and the frozen reference only when the KL term needs it.
     source = run.source(args.init_from or args.model_name)
-    tokenizer = policy_tokenizer(task_env(train_env), source)
+    tokenizer = policy_tokenizer(task, source)
     policy = load_policy(source, model_config, tokenizer, args.seed, causal_only="grpo.py").to(device).eval()
     reference = (
         frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None) if args.beta > 0 else None

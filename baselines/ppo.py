@@ -221,11 +221,12 @@ def main(args: Args) -> dict:
         )
     train_env = vector_env_for_split(args.env_id, env_kwargs, "train", num_envs)
     eval_env = vector_env_for_split(args.env_id, env_kwargs, "validation", args.eval_batch_size)
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task_env(train_env))
+    task = task_env(train_env)  # what the task's attributes are read from (a served task: its client)
+    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task)
 
     # Models: the policy with a value head on its last hidden states, and the frozen reference.
     source = run.source(args.init_from or args.model_name)
-    tokenizer = policy_tokenizer(task_env(train_env), source)
+    tokenizer = policy_tokenizer(task, source)
     policy = (
         load_policy(source, model_config, tokenizer, args.seed).to(device).eval()
     )  # dropout off: rollout and update log-probs agree
