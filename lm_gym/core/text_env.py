@@ -63,16 +63,18 @@ from lm_gym.core.validation import check_choice, check_int, check_options, check
 TOKENIZER_CORPUS_EPISODES = 512
 
 
+#: A batch of texts, one per query: the prompts, or the utterances, that a :class:`BatchedReward` scores.
+Texts = Sequence[str]
+#: Each query's references, for a :class:`BatchedReward`.
+ReferenceLists = Sequence[Sequence[str]]
+#: Each query's ``meta`` dict, for a :class:`BatchedReward`.
+Metas = Sequence[dict[str, Any]]
+
+
 class BatchedReward(Protocol):
     """A reward scored for a whole batch of utterances in one call."""
 
-    def __call__(
-        self,
-        prompts: Sequence[str],
-        utterances: Sequence[str],
-        references: Sequence[Sequence[str]],
-        meta: Sequence[dict[str, Any]],
-    ) -> np.ndarray: ...
+    def __call__(self, prompts: Texts, utterances: Texts, references: ReferenceLists, meta: Metas) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,15 @@ class TextEnv(gymnasium.Env[str, str]):
         """
         return {}
 
+    def episode_index(self, options: dict[str, Any], count: int) -> int:
+        """Which of ``count`` items (samples, images) the episode plays: ``options["index"]``, checked,
+        or one drawn with ``self.np_random``; for the ``_new_episode`` of a task whose ``reset``
+        takes ``options={"index": i}``."""
+        index = options.get("index")
+        if index is None:
+            return int(self.np_random.integers(count))
+        return check_int("options['index']", index, 0, count - 1)
+
     # ---- Gymnasium API ------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         episode_options: dict[str, Any] = {}
@@ -358,12 +369,7 @@ class SingleTurnTextEnv(TextEnv):
         return self._sample
 
     def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        index = options.get("index")
-        if index is None:
-            index = int(self.np_random.integers(len(self.samples)))
-        else:
-            index = check_int("options['index']", index, 0, len(self.samples) - 1)
-        self._sample = sample = self.samples[int(index)]
+        self._sample = sample = self.samples[self.episode_index(options, len(self.samples))]
         return sample.prompt, self._sample_info(sample)
 
     def _reward_query(self, utterance: str) -> RewardQuery:

@@ -243,7 +243,7 @@ class TokenLevel(TokenSettings, gymnasium.Env):
     def _append(self, action: Any) -> tuple[StepResult | None, bool]:
         """Append ``action``'s token: the step's result when it ends no utterance (else ``None``), and
         whether a masked EOS ended the utterance."""
-        token = self._token_id(action)
+        token = checked_token_id(action, self.vocab_size)
         if self._needs_reset:
             raise ResetNeededError(
                 "TokenLevel.step() called before reset() or after the episode ended; call reset() first"
@@ -281,21 +281,23 @@ class TokenLevel(TokenSettings, gymnasium.Env):
         """A new array each time: Gymnasium asks that no two steps' infos share an object."""
         return self.tokens.action_masks()[0].view(np.int8)
 
-    def _token_id(self, action: Any) -> int:
-        if isinstance(action, np.ndarray) and action.size == 1 and action.dtype.kind in "iu":
-            action = action.reshape(()).item()
-        if not is_integer(action):
-            raise InvalidActionError(
-                f"action must be an integer token id, got {type(action).__name__}: {safe_repr(action)}"
-            )
-        if not 0 <= action < self.vocab_size:
-            raise InvalidActionError(
-                f"token id {int(action)} is out of range; the action space is Discrete({self.vocab_size})"
-            )
-        return int(action)
-
     def _observation(self) -> dict[str, np.ndarray]:
         return self.tokens.observation(0)
+
+
+def checked_token_id(action: Any, vocab_size: int) -> int:
+    """``action`` as a token id of ``Discrete(vocab_size)``: an integer (Python or NumPy, or a one-element
+    integer array) in range; anything else raises :class:`~lm_gym.core.errors.InvalidActionError`.
+    The token level's action rule, for :class:`TokenLevel` and a client of a served token-level task."""
+    if isinstance(action, np.ndarray) and action.size == 1 and action.dtype.kind in "iu":
+        action = action.reshape(()).item()
+    if not is_integer(action):
+        raise InvalidActionError(
+            f"action must be an integer token id, got {type(action).__name__}: {safe_repr(action)}"
+        )
+    if not 0 <= action < vocab_size:
+        raise InvalidActionError(f"token id {int(action)} is out of range; the action space is Discrete({vocab_size})")
+    return int(action)
 
 
 class TokenStates:

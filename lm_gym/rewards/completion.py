@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.text_env import Metas, ReferenceLists, Texts
 
 
 def import_callable(name: str, spec: str) -> Callable[..., Any]:
@@ -51,13 +52,7 @@ class CompletionReward:
                 f"reward function {self.name} must take the keyword arguments prompts= and completions= ({error})"
             ) from None
 
-    def __call__(
-        self,
-        prompts: Sequence[str],
-        utterances: Sequence[str],
-        references: Sequence[Sequence[str]],
-        meta: Sequence[dict[str, Any]],
-    ) -> np.ndarray:
+    def __call__(self, prompts: Texts, utterances: Texts, references: ReferenceLists, meta: Metas) -> np.ndarray:
         return checked_scores(self.name, self.fn(prompts=list(prompts), completions=list(utterances)), len(utterances))
 
 

@@ -46,6 +46,7 @@ import numpy as np
 import torch
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError, install_hint, safe_repr
+from lm_gym.core.text_env import Metas, Texts
 from lm_gym.core.validation import is_integer
 from lm_gym.rewards.classifiers import TransformersClassifier
 
@@ -528,11 +529,7 @@ class ToxicityReward:
         self.scorer, self.noised = scorer, noised
 
     def __call__(
-        self,
-        prompts: Sequence[str],
-        utterances: Sequence[str],
-        references: Any = None,
-        meta: Sequence[dict[str, Any]] | None = None,
+        self, prompts: Texts, utterances: Texts, references: Any = None, meta: Metas | None = None
     ) -> np.ndarray:
         levels = self.scorer.levels(list(utterances)).astype(np.float64)
         if self.noised:

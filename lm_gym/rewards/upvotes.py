@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.text_env import Metas, Texts
 from lm_gym.core.validation import is_integer
 from lm_gym.rewards.classifiers import NgramClassifier, trained_ngram_classifier
 
@@ -47,11 +48,7 @@ class UpvotesRealReward:
         return np.array([text in self.scores for text in texts], dtype=bool)
 
     def __call__(
-        self,
-        prompts: Sequence[str],
-        utterances: Sequence[str],
-        references: Any = None,
-        meta: Sequence[dict[str, Any]] | None = None,
+        self, prompts: Texts, utterances: Texts, references: Any = None, meta: Metas | None = None
     ) -> np.ndarray:
         rewards = np.full(len(utterances), self.unknown_reward)
         for i, text in enumerate(utterances):

@@ -32,6 +32,7 @@ from gymnasium.vector.utils import batch_space
 
 from lm_gym.core.errors import ConfigurationError, InvalidActionError, ResetNeededError, safe_repr
 from lm_gym.core.text_env import checked_utterance
+from lm_gym.core.token_level import checked_token_id
 from lm_gym.core.validation import check_int, check_seed, is_integer
 from lm_gym.core.vector import MAX_ENVS
 from lm_gym.serve.errors import RemoteError, SessionError, error_from_reply
@@ -289,17 +290,7 @@ class _Remote:
     def _action(self, action: Any) -> dict[str, Any]:
         """The step message's data; bad actions raise ``InvalidActionError`` before anything is sent."""
         if self.action_level == "token":
-            if isinstance(action, np.ndarray) and action.size == 1 and action.dtype.kind in "iu":
-                action = action.reshape(()).item()
-            if not is_integer(action):
-                raise InvalidActionError(
-                    f"action must be an integer token id, got {type(action).__name__}: {safe_repr(action)}"
-                )
-            if not 0 <= action < self._vocab:
-                raise InvalidActionError(
-                    f"token id {int(action)} is out of range; the action space is Discrete({self._vocab})"
-                )
-            return {"token": int(action)}
+            return {"token": checked_token_id(action, self._vocab)}
         checked_utterance(action, self._single_act_space.max_length)
         return {"text": action}
 

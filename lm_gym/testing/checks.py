@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import gymnasium
 from gymnasium.vector import VectorEnv
@@ -46,11 +47,7 @@ def check_text_env(
         check_token_env(env, num_steps=num_steps, seed=seed, make_env=make_env, seed_sensitive=seed_sensitive, sb3=sb3)
         return
     expect_kind(env, "utterance", "scalar", "check_text_env")
-    check_api(env)
-    check_determinism(env, seed=seed, make_env=make_env, seed_sensitive=seed_sensitive)
-    check_random_play(env, UTTERANCE_STEPS if num_steps is None else num_steps, seed=seed)
-    check_bad_actions(env, seed=seed)
-    check_bad_resets(env, seed=seed)
+    _run_checks(env, UTTERANCE_STEPS if num_steps is None else num_steps, seed, make_env, seed_sensitive)
 
 
 def check_token_env(
@@ -68,11 +65,7 @@ def check_token_env(
     stable-baselines3, ``sb3=False`` skips its checker.
     """
     expect_kind(env, "token", "scalar", "check_token_env")
-    check_api(env, sb3=sb3)
-    check_determinism(env, seed=seed, make_env=make_env, seed_sensitive=seed_sensitive)
-    check_random_play(env, TOKEN_STEPS if num_steps is None else num_steps, seed=seed)
-    check_bad_actions(env, seed=seed)
-    check_bad_resets(env, seed=seed)
+    _run_checks(env, TOKEN_STEPS if num_steps is None else num_steps, seed, make_env, seed_sensitive, sb3)
 
 
 def check_vector_env(
@@ -89,8 +82,20 @@ def check_vector_env(
     ``copy.deepcopy(venv)``), ``num_steps`` vector steps of random play and bad input (actions
     of the wrong type or shape, bad copies' actions, seeds and ``reset_mask``)."""
     expect_kind(venv, None, "vector", "check_vector_env")
-    check_api(venv)
-    check_determinism(venv, seed=seed, make_env=make_env, seed_sensitive=seed_sensitive)
-    check_random_play(venv, num_steps, seed=seed)
-    check_bad_actions(venv, seed=seed)
-    check_bad_resets(venv, seed=seed)
+    _run_checks(venv, num_steps, seed, make_env, seed_sensitive)
+
+
+def _run_checks(
+    env: gymnasium.Env | VectorEnv,
+    num_steps: int,
+    seed: int,
+    make_env: Callable[[], Any] | None,
+    seed_sensitive: bool,
+    sb3: bool | None = None,
+) -> None:
+    """Checks 1 to 4 in order (``sb3`` matters at token level only)."""
+    check_api(env, sb3=sb3)
+    check_determinism(env, seed=seed, make_env=make_env, seed_sensitive=seed_sensitive)
+    check_random_play(env, num_steps, seed=seed)
+    check_bad_actions(env, seed=seed)
+    check_bad_resets(env, seed=seed)

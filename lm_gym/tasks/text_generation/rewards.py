@@ -18,6 +18,7 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError, require_extra, safe_repr
 from lm_gym.core.hub import require_local_or_hub
+from lm_gym.core.text_env import Metas, ReferenceLists, Texts
 from lm_gym.core.validation import check_device
 from lm_gym.rewards.completion import checked_scores
 from lm_gym.rewards.reference import REFERENCE_METRICS, ReferenceReward
@@ -153,13 +154,7 @@ class FunctionReward:
                 f"prompts, completions, references and the columns {sorted(columns)}"
             )
 
-    def __call__(
-        self,
-        prompts: Sequence[str],
-        utterances: Sequence[str],
-        references: Sequence[Sequence[str]],
-        meta: Sequence[dict[str, Any]],
-    ) -> np.ndarray:
+    def __call__(self, prompts: Texts, utterances: Texts, references: ReferenceLists, meta: Metas) -> np.ndarray:
         kwargs: dict[str, Any] = {"references": [list(r) for r in references]}
         rows = [m.get("row", {}) if isinstance(m, dict) else {} for m in meta]
         for column in dict.fromkeys(key for row in rows for key in row):

@@ -6,7 +6,7 @@ import functools
 import hashlib
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError, safe_repr
 from lm_gym.core.ranges import UNIT, Range, argument, sum_of_turns
-from lm_gym.core.text_env import RewardQuery, StepResult, TextEnv, play_policy
+from lm_gym.core.text_env import Metas, ReferenceLists, RewardQuery, StepResult, TextEnv, Texts, play_policy
 from lm_gym.core.validation import check_choice, check_int, check_number, check_path
 from lm_gym.data.sources import SPLITS
 from lm_gym.tasks.visdial import synthetic
@@ -47,13 +47,7 @@ class PercentileReward:
     def __init__(self, ranker: Ranker):
         self.ranker = ranker
 
-    def __call__(
-        self,
-        prompts: Sequence[str],
-        utterances: Sequence[str],
-        references: Sequence[Sequence[str]],
-        meta: Sequence[dict[str, Any]],
-    ) -> np.ndarray:
+    def __call__(self, prompts: Texts, utterances: Texts, references: ReferenceLists, meta: Metas) -> np.ndarray:
         return rank(self.ranker, [m["image"] for m in meta], [m["dialogue"] for m in meta])
 
 
@@ -334,11 +328,7 @@ class VisDialEnv(TextEnv):
 
     # ---- the game -----------------------------------------------------------------------
     def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        index = options.get("index")
-        if index is None:
-            index = int(self.np_random.integers(len(self.images)))
-        else:
-            index = check_int("options['index']", index, 0, len(self.images) - 1)
+        index = self.episode_index(options, len(self.images))
         image = self.images[index]
         initial = float(rank(self.ranker, [image], [()])[0])  # may fail (a server): nothing is changed yet
         self._image, self._dialogue, self._pending = image, (), None

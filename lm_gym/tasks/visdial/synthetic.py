@@ -82,7 +82,7 @@ from lm_gym.tasks.visdial.synthetic_words import OPEN_QUESTIONS as OPEN_QUESTION
 from lm_gym.tasks.visdial.synthetic_words import SCENE_QUESTIONS as SCENE_QUESTIONS
 from lm_gym.tasks.visdial.synthetic_words import SCENE_YES_NO_QUESTIONS as SCENE_YES_NO_QUESTIONS
 from lm_gym.tasks.visdial.synthetic_words import YES_NO_QUESTIONS as YES_NO_QUESTIONS
-from lm_gym.tasks.visdial.world import rank_percentile
+from lm_gym.tasks.visdial.world import check_ranked_image, rank_percentile
 
 #: Gallery size of each split when ``num_images`` is not given.
 SPLIT_SIZES = {"train": 400, "validation": 200, "test": 200}
@@ -488,10 +488,7 @@ class SceneRanker:
     def percentiles(self, images: Sequence[HiddenImage], dialogues: Sequence[Dialogue]) -> np.ndarray:
         result = np.empty(len(images))
         for i, (image, dialogue) in enumerate(zip(images, dialogues, strict=True)):
-            if not (0 <= image.index < len(self.images) and self.images[image.index] == image):
-                raise ConfigurationError(
-                    f"image {image.image_id} (index {image.index}) is not in this ranker's gallery"
-                )
+            check_ranked_image(self.images, image, "in this ranker's gallery")
             contradictions = (self._captions != image.caption).astype(np.int64)
             for question, answer in dialogue:
                 contradictions += self.gallery_answers(question) != normalize_answer(answer)

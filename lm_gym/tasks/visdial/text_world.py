@@ -28,9 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lm_gym.core.errors import ConfigurationError
 from lm_gym.tasks.visdial.dialogue import CANT_TELL, Dialogue, HiddenImage
-from lm_gym.tasks.visdial.world import rank_percentile
+from lm_gym.tasks.visdial.world import check_ranked_image, rank_percentile
 
 #: Words too common in VisDial questions to say what a question is about.
 STOP_WORDS = frozenset(
@@ -98,10 +97,7 @@ class DialogRanker:
     def percentiles(self, images: Sequence[HiddenImage], dialogues: Sequence[Dialogue]) -> np.ndarray:
         result = np.empty(len(images))
         for i, (image, dialogue) in enumerate(zip(images, dialogues, strict=True)):
-            if not (0 <= image.index < len(self.images) and self.images[image.index] == image):
-                raise ConfigurationError(
-                    f"image {image.image_id} (index {image.index}) is not among this ranker's dialogs"
-                )
+            check_ranked_image(self.images, image, "among this ranker's dialogs")
             result[i] = rank_percentile(self.scores(dialogue), image.index)
         return result
 

@@ -99,6 +99,13 @@ def rank(ranker: Ranker, images: Sequence[HiddenImage], dialogues: Sequence[Dial
     return percentiles
 
 
+def check_ranked_image(images: Sequence[HiddenImage], image: HiddenImage, among: str) -> None:
+    """Refuse ``image`` unless it is ``images[image.index]``: a ranker ranks only its own candidates
+    (``among`` says which, for the error: ``"in this ranker's gallery"``)."""
+    if not (0 <= image.index < len(images) and images[image.index] == image):
+        raise ConfigurationError(f"image {image.image_id} (index {image.index}) is not {among}")
+
+
 def rank_percentile(scores: np.ndarray, target: int) -> float:
     """The retrieval percentile of candidate ``target`` under ``scores`` (higher = better match).
 
