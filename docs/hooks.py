@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import importlib
+import importlib.util
 import inspect
 import re
 import sys
@@ -98,10 +98,18 @@ def flag_default(field: dataclasses.Field) -> str:
     return f"`{value!r}`".replace("|", "\\|")
 
 
+def baseline_script(script: str):
+    """``baselines/<script>.py`` as the module ``import <script>`` gives beside it: a script that imports another
+    (``nlpo.py`` and ``ippo.py`` import ``ppo``) finds it among the ones loaded before it (``BASELINES``' order)."""
+    if script not in sys.modules:
+        spec = importlib.util.spec_from_file_location(script, ROOT / "baselines" / f"{script}.py")
+        sys.modules[script] = importlib.util.module_from_spec(spec)  # dataclasses look their module up there
+        spec.loader.exec_module(sys.modules[script])
+    return sys.modules[script]
+
+
 def baseline_page(script: str) -> str:
-    if str(ROOT / "baselines") not in sys.path:  # the baselines are scripts beside their toolkit
-        sys.path.insert(0, str(ROOT / "baselines"))
-    module = importlib.import_module(script)
+    module = baseline_script(script)
     docs = field_docstrings(module.Args)
     rows = ["| flag | type | default | meaning |", "|---|---|---|---|"]
     hints = {field.name: field.type for field in dataclasses.fields(module.Args)}

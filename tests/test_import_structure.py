@@ -215,7 +215,7 @@ def test_no_file_edits_sys_path():
     (pyproject.toml); so a file never depends on who edited the path before it."""
     edits = {
         f"{path.relative_to(ROOT).as_posix()}:{line}"
-        for folder in ("lm_gym", "baselines", "benchmark", "leaderboard", "examples", "tests")
+        for folder in ("lm_gym", "baselines", "benchmark", "leaderboard", "examples", "tests", "docs")
         for path in (ROOT / folder).rglob("*.py")
         if path.relative_to(ROOT).as_posix() not in SYS_PATH_EDITS_ALLOWED
         for line in sys_path_edits(path.read_text(encoding="utf-8"))
