@@ -58,10 +58,6 @@ PAGES = {
     "lm_gym/metrics/wordnet_build.py": "docs/getting-started.md",
     "lm_gym/tasks/word_lists.py": "docs/getting-started.md",
     "lm_gym/tasks/commongen/human_scores.py": "docs/metrics.md",
-}
-#: Programs whose page (the value) does not yet name every flag: known gaps, kept in view (a test
-#: below fails once the page names them all, so that the program moves to ``PAGES``).
-NOT_YET = {
     "examples/multiagent_selfplay.py": "docs/multi-agent.md",
     "lm_gym/multiagent/demonstrations.py": "docs/multi-agent.md",
     "lm_gym/tasks/visdial/offline_data.py": "docs/offline-data.md",
@@ -136,8 +132,7 @@ def programs() -> list[str]:
 
 
 def test_every_program_has_a_page():
-    assert set(programs()) == set(PAGES) | set(NOT_YET)
-    assert not set(PAGES) & set(NOT_YET)
+    assert set(programs()) == set(PAGES)
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     for command, target in scripts.items():  # a console script documents the module it runs
         assert f"{target.split(':')[0].replace('.', '/')}.py" in PAGES, command
@@ -148,14 +143,6 @@ def test_every_flag_is_on_the_program_s_page(program, monkeypatch):
     flags = shown_flags(built_parser(ROOT / program, monkeypatch))
     missing = missing_from(flags, (ROOT / PAGES[program]).read_text(encoding="utf-8"))
     assert not missing, f"{program}: {PAGES[program]} does not name {missing}"
-
-
-@pytest.mark.parametrize("program", sorted(NOT_YET))
-def test_the_known_gaps_are_still_gaps(program, monkeypatch):
-    flags = shown_flags(built_parser(ROOT / program, monkeypatch))
-    assert missing_from(flags, (ROOT / NOT_YET[program]).read_text(encoding="utf-8")), (
-        f"{NOT_YET[program]} now names every flag of {program}: move it to PAGES"
-    )
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason='needs the docs extra: pip install -e ".[docs]"')

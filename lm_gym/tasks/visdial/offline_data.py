@@ -210,19 +210,30 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description="Generate an offline Visual Dialogue dataset (human dialogues or scripted questioners)."
     )
-    parser.add_argument("--dataset", choices=DATASETS, required=True)
+    parser.add_argument("--dataset", choices=DATASETS, required=True, help="which dialogues (the module's docstring)")
     parser.add_argument("--out", required=True, help="output: .parquet, .jsonl, or a directory (save_to_disk)")
     parser.add_argument("--num-episodes", type=int, default=1000, help="scripted datasets: games to play")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="scripted datasets: game j's image and draws come from (seed, j)"
+    )
     parser.add_argument(
         "--source", choices=("synthetic", "local"), default=None, help="default: local for human, else synthetic"
     )
     parser.add_argument("--data-dir", help="source=local: the VisDial v1.0 json file or its folder")
-    parser.add_argument("--split", default="train", choices=("train", "validation", "test"))
+    parser.add_argument("--split", default="train", choices=("train", "validation", "test"), help="the env's split")
     parser.add_argument("--num-images", type=int, help="synthetic gallery size")
-    parser.add_argument("--yn-reward", type=float, default=-2.0)
-    parser.add_argument("--yn-reward-kind", default="none", choices=("none", "soft", "hard", "conservative"))
-    parser.add_argument("--cutoff", type=float, default=0.5)
+    parser.add_argument(
+        "--yn-reward", type=float, default=-2.0, help="the env's yn_reward: added where an answer is yes/no"
+    )
+    parser.add_argument(
+        "--yn-reward-kind",
+        default="none",
+        choices=("none", "soft", "hard", "conservative"),
+        help="the env's yn_reward_kind: the yes/no test (none: no yes/no reward)",
+    )
+    parser.add_argument(
+        "--cutoff", type=float, default=0.5, help="the env's cutoff: the share of the gap that ends a game"
+    )
     parser.add_argument(
         "--prob-informative",
         type=float,

@@ -229,17 +229,22 @@ def replay(row: dict[str, Any], env: WordleEnv) -> tuple[list[str], list[float]]
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Generate an offline Wordle dataset of scripted-policy games.")
-    parser.add_argument("--dataset", choices=DATASETS, required=True)
-    parser.add_argument("--num-games", type=int, required=True)
+    parser.add_argument("--dataset", choices=DATASETS, required=True, help="which games (the module's docstring)")
+    parser.add_argument("--num-games", type=int, required=True, help="games to play")
     parser.add_argument("--out", required=True, help="output: .parquet, .jsonl, or a directory (save_to_disk)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="the games' answers and the policies' draws")
     parser.add_argument("--workers", type=int, default=1, help="worker processes")
     parser.add_argument("--answers-file", help="answer list (default: the offline default vocabulary)")
     parser.add_argument("--guesses-file", help="allowed-guess list")
     parser.add_argument("--num-answers", type=int, help="seeded subset of the answers (e.g. 200, 400, 800)")
     parser.add_argument("--prob-smart", type=float, default=0.5, help="mixture policy: P(guess a remaining candidate)")
     parser.add_argument("--branches", type=int, default=1, help="branching/adversarial: games per branch point")
-    parser.add_argument("--branch-policy", choices=BRANCH_POLICIES, default="wrong_word")
+    parser.add_argument(
+        "--branch-policy",
+        choices=BRANCH_POLICIES,
+        default="wrong_word",
+        help="branching/adversarial: the branches' policy",
+    )
     args = parser.parse_args(argv)
     config = GenerationConfig(
         dataset=args.dataset,
