@@ -47,7 +47,9 @@ from typing import Any
 
 from leaderboard import scoring, verify
 from leaderboard.boards import Board, BoardsError, add_boards_argument, boards, load_boards_files, task_metrics
-from leaderboard.entry import MIN_RUNS, EntryError, entry_file_name, entry_flags, load_entry
+from leaderboard.entry import entry_file_name, load_entry
+from leaderboard.entry_checks import entry_flags
+from leaderboard.entry_schema import MIN_RUNS, EntryError
 from leaderboard.numbers import significant
 from leaderboard.submit import SubmitError, build_entry
 from lm_gym.core.errors import LMGymError

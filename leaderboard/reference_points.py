@@ -68,7 +68,7 @@ distinct-2, MSTTR           0, no diversity (what a collapsed policy, one word r
 episodes (more so in the synthetic sources' templated text), so distinct-2 falls as the
 evaluation grows: the synthetic IMDB references score 0.73 over 8 episodes, 0.25 over 128 and
 0.16 over 256. A board fixes its evaluation size (``eval_episodes``), its entries are
-evaluated on exactly that many episodes (``leaderboard.entry`` checks it), and its points are
+evaluated on exactly that many episodes (``leaderboard.entry_checks`` checks it), and its points are
 measured on as many. MSTTR (100-word segments) barely moves.
 """
 

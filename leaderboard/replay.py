@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from leaderboard.messages import shown
 from leaderboard.texts import played_text, sample_text
 from lm_gym.core.errors import LMGymError
 
@@ -101,8 +102,8 @@ def rescore_samples(entry: dict[str, Any], board: Any) -> tuple[list[str], list[
                     problems.append(
                         (
                             (*at, "prompt"),
-                            f"{_shown(stated['prompt'])} is not the prompt of episode {index} "
-                            f"(seed {EVAL_SEED + index}) of the board's evaluation, {_shown(played['prompt'])}",
+                            f"{shown(stated['prompt'])} is not the prompt of episode {index} "
+                            f"(seed {EVAL_SEED + index}) of the board's evaluation, {shown(played['prompt'])}",
                         )
                     )
                 elif stated["generation"] != played["generation"]:
@@ -110,7 +111,7 @@ def rescore_samples(entry: dict[str, Any], board: Any) -> tuple[list[str], list[
                         (
                             (*at, "generation"),
                             f"replayed on episode {index} (seed {EVAL_SEED + index}) it reads "
-                            f"{_shown(played['generation'])}, not {_shown(stated['generation'])}",
+                            f"{shown(played['generation'])}, not {shown(stated['generation'])}",
                         )
                     )
                 elif not abs(stated["return"] - played["return"]) <= RETURN_TOLERANCE:
@@ -122,11 +123,6 @@ def rescore_samples(entry: dict[str, Any], board: Any) -> tuple[list[str], list[
                         )
                     )
     return problems, notes
-
-
-def _shown(text: str) -> str:
-    """An untrusted text, shortened and quoted printable for a message."""
-    return json.dumps(text if len(text) <= 40 else text[:37] + "...", ensure_ascii=True)
 
 
 def play_samples(env_id: str, env_kwargs: dict[str, Any], utterances: list[list[str]]) -> list[dict[str, Any] | str]:

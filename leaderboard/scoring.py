@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from leaderboard.boards import boards, is_user_board, task_metrics, user_reference_points, where
-from leaderboard.entry import MIN_RUNS
+from leaderboard.entry_schema import MIN_RUNS
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import stats
 

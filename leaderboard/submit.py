@@ -34,7 +34,7 @@ out silently would change the entry) and builds the entry of ``leaderboard/READM
   most 200 points, first and last kept; ``samples``, the first 5 of ``result.json``'s
   ``samples`` when it has them, their texts cleaned of refused characters and cut to 2,000.
 
-The entry is validated (:func:`leaderboard.entry.validate_entry`) before it is returned, and the
+The entry is validated (:func:`leaderboard.entry_checks.validate_entry`) before it is returned, and the
 command writes its canonical JSON. Exit status: 0 written, 1 the runs do not make an entry
 (the message says why), 2 a usage error.
 """
@@ -53,26 +53,25 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.boards import Board, add_boards_argument, boards, load_boards_files, registered_id, task_metrics, where
-from leaderboard.entry import (
-    LINE_REFUSED_CHARACTERS,
+from leaderboard.entry import write_entry
+from leaderboard.entry_checks import validate_entry
+from leaderboard.entry_schema import (
     MAX_CURVE_POINTS,
     MAX_RUNS,
     MAX_SAMPLES,
     MIN_RUNS,
     MODEL_LENGTH,
-    RECIPE_VERSIONS,
     SCHEMA_VERSION,
     TEXT_LENGTH,
     EntryError,
     canonical_json,
-    validate_entry,
-    write_entry,
 )
+from leaderboard.recipe import build_recipe
 from leaderboard.replay import EVAL_SEED
-from leaderboard.texts import sample_text
+from leaderboard.texts import LINE_REFUSED_CHARACTERS, sample_text
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
-from lm_gym.results.harness_job import HARNESS_JOB_FILE, HarnessJob, HarnessJobError, read_harness_job
+from lm_gym.results.harness_job import HarnessJobError, read_harness_job
 
 #: config keys that differ between the seeds of one experiment by design (paths, logging, device)
 PER_RUN_CONFIG_KEYS = ("seed", "out_dir", "init_from", "dataset", "resume", "track", "wandb_project", "device")
@@ -130,7 +129,10 @@ def build_entry(
     }
     if partial:  # built from result.json files, which were validated; the counts of a submission do not apply
         return entry
-    recipe = build_recipe(by_task)
+    try:
+        recipe = build_recipe(by_task)
+    except HarnessJobError as error:
+        raise SubmitError(str(error)) from None
     if recipe is not None:
         entry["recipe"] = recipe
     try:
@@ -138,103 +140,6 @@ def build_entry(
     except EntryError as error:
         raise SubmitError(f"the entry built from the runs is invalid: {error}") from None
     return entry
-
-
-RUNS_PLACEHOLDER = "{runs}"  #: a recipe writes paths in the suite's runs folder as {runs}/...
-CHECKOUT = Path(__file__).resolve().parents[1]  #: the lm-gym checkout: recipes name scripts relative to it
-
-
-def build_recipe(by_task: dict[str, list[Run]]) -> dict[str, Any] | None:
-    """The entry's recipe: the suite, its algorithm and task labels, the runs' device and versions, and every
-    job's command line as the harness ran it, with the jobs they need (an SFT warm start, a dataset), all read
-    from the job records (``harness_job.json`` beside each ``result.json``,
-    :mod:`lm_gym.results.harness_job`); None when a run was not made by the harness, or the runs are of
-    several suites or algorithms (the entry then cannot be verified). A record of an older harness, which
-    names no suite, task, algorithm or seed, is a :class:`SubmitError` saying to re-run the job."""
-    records = {}
-    for runs in by_task.values():
-        for path, _ in runs:
-            if not (path.parent / HARNESS_JOB_FILE).is_file():
-                return None
-            records[path.parent.resolve()] = _harness_job(path.parent)
-    suites = {record.suite for record in records.values()}
-    algorithms = {record.algorithm for record in records.values()}
-    # the suite's runs folder: the one the harness made each job's folder in, under the job's name
-    suite_dirs = {_runs_folder(job_dir, record.job) for job_dir, record in records.items()}
-    if len(suites) != 1 or len(algorithms) != 1 or len(suite_dirs) != 1 or None in suite_dirs:
-        return None
-    suite_dir = suite_dirs.pop()
-    labels = {env_id: records[runs[0][0].parent.resolve()].task for env_id, runs in by_task.items()}
-    jobs: dict[str, list[str]] = {}
-    pending = list(records)
-    while pending:
-        job_dir = pending.pop(0)
-        record = records.get(job_dir) or _harness_job(job_dir)
-        if record.job in jobs:
-            continue
-        name, argv = record.job, list(record.argv)
-        # the runs folder where the harness ran the job (the runs may have moved since): its --out-dir less its name
-        ran_in = next((value[: -len(name)].rstrip("/") for value in argv if value.endswith("/" + name)), None)
-        if ran_in and Path(ran_in).resolve() != suite_dir:
-            argv = [argument.replace(ran_in, str(suite_dir)) for argument in argv]
-        jobs[name] = [recipe_argument(argument, suite_dir) for argument in argv]
-        pending += [needed for argument in argv if (needed := _job_dir_of(argument, suite_dir)) not in (None, job_dir)]
-    first = next(iter(by_task.values()))[0][1]
-    return {
-        "suite": suites.pop(),
-        "algorithm": algorithms.pop(),
-        "tasks": labels,
-        "device": str(first["device"])[:64],
-        "versions": {
-            key: value
-            for key, value in first["versions"].items()
-            if key in RECIPE_VERSIONS and re.fullmatch(r"[A-Za-z0-9.+_-]{1,64}", value)
-        },
-        "jobs": [{"name": name, "argv": argv} for name, argv in sorted(jobs.items())],
-    }
-
-
-def _harness_job(job_dir: Path) -> HarnessJob:
-    try:
-        return read_harness_job(job_dir)
-    except HarnessJobError as error:
-        raise SubmitError(str(error)) from None
-
-
-def _runs_folder(job_dir: Path, job: str) -> Path | None:
-    """The folder that holds the job's folder as ``<folder>/<job>`` (the harness's layout); None if it is not so
-    held (the runs were moved out of the layout)."""
-    if not job_dir.as_posix().endswith("/" + job):
-        return None
-    return Path(job_dir.as_posix()[: -len(job) - 1])
-
-
-def recipe_argument(argument: str, suite_dir: Path) -> str:
-    """A command-line argument with the runs folder written {runs} and a script of the checkout relative to it."""
-    text = argument.replace(str(suite_dir), RUNS_PLACEHOLDER)
-    try:
-        path = Path(argument).resolve()
-        if path.is_file() and path.is_relative_to(CHECKOUT):
-            return path.relative_to(CHECKOUT).as_posix()
-    except (OSError, ValueError):
-        pass
-    return text
-
-
-def _job_dir_of(argument: str, suite_dir: Path) -> Path | None:
-    """The job folder (one with ``harness_job.json``) of a path in the runs folder that an argument names."""
-    try:
-        path = Path(argument).resolve()
-    except (OSError, ValueError):
-        return None
-    if not path.is_relative_to(suite_dir):
-        return None
-    for folder in (path, *path.parents):
-        if folder == suite_dir or not folder.is_relative_to(suite_dir):
-            return None
-        if (folder / HARNESS_JOB_FILE).is_file():
-            return folder
-    return None
 
 
 def add_submit_arguments(parser: argparse.ArgumentParser) -> None:

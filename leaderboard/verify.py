@@ -42,8 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.boards import add_boards_argument, boards, load_boards_files
-from leaderboard.entry import EntryError, _field_path, canonical_json, check_entry_file, entry_file_name
-from leaderboard.submit import CHECKOUT, recipe_argument
+from leaderboard.entry import check_entry_file, entry_file_name
+from leaderboard.entry_schema import EntryError, canonical_json
+from leaderboard.messages import field_path
+from leaderboard.recipe import CHECKOUT, recipe_argument
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import git_commit, library_versions
 from lm_gym.results.harness_job import HARNESS_JOB_FILE, read_harness_job
@@ -216,7 +218,7 @@ def _disagreements(
     runs = entry["tasks"][env_id]["runs"]
     problems = []
     for key, value in stated.items():
-        where = _field_path(("tasks", env_id, "runs", index, "final_eval", key))
+        where = field_path(("tasks", env_id, "runs", index, "final_eval", key))
         if key not in rerun:
             problems.append(f"{where}: the re-run has no {key}")
             continue

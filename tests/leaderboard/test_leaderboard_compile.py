@@ -22,7 +22,8 @@ from leaderboard import scoring
 from leaderboard.__main__ import main as leaderboard_cli
 from leaderboard.boards import boards, task_metrics
 from leaderboard.compile import collect_entries, compile_board
-from leaderboard.entry import canonical_json, entry_file_name, load_entry
+from leaderboard.entry import entry_file_name, load_entry
+from leaderboard.entry_schema import canonical_json
 from lm_gym.results import evaluation_ranges, make_result, write_result
 
 PAYLOAD = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'

@@ -2,10 +2,11 @@
 places: the records name the suite, the task and algorithm labels and each job's name and command."""
 
 import pytest
-from test_leaderboard_entries import COMMONGEN, OFFLINE, SEEDS, write_runs
+from fabricated_entries import COMMONGEN, OFFLINE, SEEDS, write_runs
 
 from leaderboard.__main__ import main as leaderboard_cli
-from leaderboard.submit import CHECKOUT, SubmitError, build_entry
+from leaderboard.recipe import CHECKOUT
+from leaderboard.submit import SubmitError, build_entry
 from lm_gym.results.harness_job import (
     HARNESS_JOB_FILE,
     HarnessJob,

@@ -1,6 +1,6 @@
 """Entries that cannot be true are refused, doubtful ones flagged, and any entry verified by re-running it (issue #46).
 
-The fabricated-but-honest entry of ``test_leaderboard_entries`` (its samples played on the board's envs) is
+The fabricated-but-honest entry of ``fabricated_entries`` (its samples played on the board's envs) is
 tampered with in every way the validator must catch: numbers outside the ranges their task or metric
 declares, samples whose generations do not give the returns they state, inconsistent runs. Then a tiny
 suite of one task is run with the harness, submitted, validated and verified, honest and tampered.
@@ -15,11 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_leaderboard_entries import COMMONGEN, IMDB, OFFLINE, offline_runs, valid_entry  # noqa: F401  (fixtures)
+from fabricated_entries import COMMONGEN, IMDB, OFFLINE, offline_runs, valid_entry  # noqa: F401  (fixtures)
 
 from leaderboard.__main__ import main as leaderboard_cli
 from leaderboard.boards import boards, forget_user_boards, load_boards_file, task_metrics
-from leaderboard.entry import EntryError, entry_flags, validate_entry
+from leaderboard.entry_checks import entry_flags, validate_entry
+from leaderboard.entry_schema import EntryError
 from leaderboard.replay import play_samples, rescore_samples
 from lm_gym.core import registration
 from lm_gym.results import evaluation_ranges

@@ -20,7 +20,8 @@ from leaderboard import scoring
 from leaderboard.__main__ import main as leaderboard_cli
 from leaderboard.boards import BoardsError, boards, forget_user_boards, load_boards_file, task_metrics
 from leaderboard.compile import collect_entries, compile_board
-from leaderboard.entry import ENTRY_SCHEMA, entry_schema, load_entry
+from leaderboard.entry import load_entry
+from leaderboard.entry_schema import ENTRY_SCHEMA, entry_schema
 from leaderboard.submit import SubmitError, build_entry
 from lm_gym.results import make_result, write_result
 
