@@ -392,6 +392,11 @@ class SingleTurnTextEnv(TextEnv):
         """Every ``(prompt, reference)`` pair of the split."""
         return [(sample.prompt, reference) for sample in self.samples for reference in sample.references]
 
+    def episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, float]:
+        """The ``info["metrics"]`` of an episode of ``sample`` answered with ``utterance``, scored ``score``: what
+        a caller that plays the task's samples itself (the DailyDialog multi-agent env) reports per reply."""
+        return self._episode_metrics(sample, utterance, score)
+
     def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, float]:
         return {"reward": float(score), "num_words": len(utterance.split())}
 

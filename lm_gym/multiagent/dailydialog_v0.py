@@ -189,7 +189,7 @@ class DailyDialogParallelEnv(TurnTakingEnv):
             "utterance": utterance,
         }
         info.update(
-            speaker=speaker, metrics=self.task._episode_metrics(sample, utterance, score)
+            speaker=speaker, metrics=self.task.episode_metrics(sample, utterance, score)
         )  # the single-agent step's metrics
         self._utterances.append(utterance)
         return {speaker: score}, self._turn == len(self._game), info
