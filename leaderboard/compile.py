@@ -46,7 +46,15 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard import scoring, verify
-from leaderboard.boards import Board, BoardsError, add_boards_argument, boards, load_boards_files, task_metrics
+from leaderboard.boards import (
+    Board,
+    BoardsError,
+    add_boards_argument,
+    boards,
+    load_boards_files,
+    registered_id,
+    task_metrics,
+)
 from leaderboard.entry import entry_file_name, load_entry
 from leaderboard.entry_checks import entry_flags
 from leaderboard.entry_schema import MIN_RUNS, EntryError
@@ -96,12 +104,25 @@ def collect_entries(paths: Sequence[str | Path], verifications: str | Path | Non
 
 
 def entries_from_runs(runs_dir: Path) -> list[dict[str, Any]]:
-    """One entry per algorithm of the runs under ``runs_dir``, as many tasks and seeds as there are."""
-    algorithms = sorted({load_result(file.parent)["algorithm"] for file in runs_dir.rglob(RESULT_FILE)})
-    return [
+    """One entry per algorithm of the runs under ``runs_dir``, as many tasks and seeds as there are; one note per
+    board names the tasks of the runs that the board does not score (their runs are left out)."""
+    results = [load_result(file.parent) for file in runs_dir.rglob(RESULT_FILE)]
+    algorithms = sorted({result["algorithm"] for result in results})
+    entries = [
         build_entry([runs_dir], name=f"{algorithm} ({runs_dir.name})", algorithm=algorithm, partial=True)
         for algorithm in algorithms
     ]
+    left_out: dict[str, set[str]] = {}
+    for algorithm, entry in zip(algorithms, entries):
+        tasks = {registered_id(result["env_id"]) for result in results if result["algorithm"] == algorithm}
+        left_out.setdefault(entry["board"], set()).update(tasks - set(boards()[entry["board"]].tasks))
+    for board, tasks in left_out.items():
+        if tasks:
+            print(
+                f"note: board {board} does not score {', '.join(sorted(tasks))}: their runs are left out",
+                file=sys.stderr,
+            )
+    return entries
 
 
 def compile_board(

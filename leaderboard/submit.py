@@ -283,8 +283,7 @@ def _runs_by_task(runs: list[Run], board: str, partial: bool = False) -> dict[st
     # a board of your own: where its tasks are listed
     listed = "" if defined_in is None else f" ({where(board, 'env_kwargs')} of {defined_in})"
     others = sorted(set(by_task) - set(tasks))
-    if others and partial and defined_in is None:  # a runs folder's board scores the tasks it has; a note for the rest
-        print(f"note: board {board} does not score {', '.join(others)}: their runs are left out", file=sys.stderr)
+    if others and partial and defined_in is None:  # a runs folder's board scores the tasks it has (compile notes it)
         by_task = {env_id: task_runs for env_id, task_runs in by_task.items() if env_id in tasks}
     elif others:
         raise SubmitError(

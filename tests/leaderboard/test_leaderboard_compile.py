@@ -265,6 +265,38 @@ def test_runs_of_a_suite_with_several_boards_compile_into_one_folder_each(tmp_pa
     assert (tmp_path / "one" / "index.html").is_file()
 
 
+def test_a_runs_folder_notes_once_the_tasks_its_board_does_not_score(tmp_path, capsys):
+    scored = boards()["smoke"].tasks[:2]
+    unscored = ("lm_gym/TextGeneration-v0", "lm_gym/Mixture-v0")  # the smoke suite runs them, its board does not
+    for algorithm in ("ppo", "grpo", "sft"):
+        write_runs(tmp_path, algorithm, 0.5, seeds=(1,), tasks=scored)
+        for env_id in unscored:
+            final = {"num_episodes": 8, "mean_return": 0.0, "std_return": 0.0}
+            write_result(
+                tmp_path / "smoke" / env_id.split("/")[1] / algorithm / "seed1",
+                make_result(
+                    env_id=env_id,
+                    algorithm=algorithm,
+                    seed=1,
+                    config={"seed": 1, "model_name": f"tiny-{algorithm}"},
+                    initial_eval=final,
+                    final_eval=final,
+                    curves=[],
+                    wall_time_s=1.0,
+                    tokens_per_s=1.0,
+                    episodes_per_s=1.0,
+                    peak_memory_mb=1.0,
+                    checkpoint=None,
+                    device="cpu",
+                ),
+            )
+    capsys.readouterr()
+    entries = collect_entries([tmp_path / "smoke"])
+    assert [sorted(entry["tasks"]) for entry in entries] == [sorted(scored)] * 3
+    note = "note: board smoke does not score lm_gym/Mixture-v0, lm_gym/TextGeneration-v0: their runs are left out\n"
+    assert capsys.readouterr().err == note  # once for the board, not once per algorithm
+
+
 def test_a_board_scores_a_task_on_its_own_metrics(tmp_path):
     # ippo.py's DailyDialog runs hold no corpus metrics, which the multiagent board does not score
     write_runs(tmp_path, "ippo", 0.6, board="multiagent")
