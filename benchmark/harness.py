@@ -33,7 +33,7 @@ from benchmark.attempt import job_finished
 from benchmark.placement import launcher, parse_gpus, plan_slots
 from benchmark.report import report_runs
 from benchmark.scheduler import Scheduler
-from benchmark.suite import ROOT, SUITES_DIR, expand_jobs, load_suite
+from benchmark.suite import ROOT, SUITES_DIR, expand_jobs, load_suite, suite_names
 from lm_gym.core.errors import ConfigurationError
 
 if sys.version_info >= (3, 11):
@@ -45,7 +45,9 @@ else:  # pragma: no cover
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``run`` command's arguments (``python -m benchmark``'s parser)."""
     parser.add_argument(
-        "--suite", required=True, help="a suite of benchmark/suites/ (smoke, offline, grue) or a path to a .toml file"
+        "--suite",
+        required=True,
+        help=f"a suite of benchmark/suites/ ({', '.join(suite_names())}) or a path to a .toml file",
     )
     parser.add_argument("--tasks", nargs="+", help="only these task labels of the suite (default: all)")
     parser.add_argument(

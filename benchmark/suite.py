@@ -78,6 +78,11 @@ class Suite:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
 
+def suite_names() -> list[str]:
+    """The suites of ``benchmark/suites/`` by name: their files' names less ``.toml``, sorted."""
+    return sorted(path.stem for path in SUITES_DIR.glob("*.toml"))
+
+
 def suite_path(name_or_path: str) -> Path:
     """``smoke`` -> ``benchmark/suites/smoke.toml``; a path to a ``.toml`` file is taken as is."""
     path = Path(name_or_path)
@@ -87,9 +92,9 @@ def suite_path(name_or_path: str) -> Path:
         return path
     path = SUITES_DIR / f"{name_or_path}.toml"
     if not _LABEL.match(name_or_path) or not path.is_file():
-        known = ", ".join(sorted(p.stem for p in SUITES_DIR.glob("*.toml")))
         raise SuiteError(
-            f"--suite: no suite named {name_or_path!r}; the suites are {known} (or give a path to a .toml file)"
+            f"--suite: no suite named {name_or_path!r}; the suites are {', '.join(suite_names())} "
+            "(or give a path to a .toml file)"
         )
     return path
 

@@ -10,6 +10,7 @@ from conftest import load_baseline
 from fake_suites import harness, write_suite
 
 import lm_gym
+from benchmark.__main__ import build_parser
 from benchmark.suite import ROOT, SuiteError, expand_jobs, load_suite, render_flags
 
 BASELINES = sorted(path.name for path in (ROOT / "baselines").glob("*.py"))
@@ -171,6 +172,15 @@ def test_every_shipped_suites_command_lines_are_accepted_by_their_baselines(tmp_
                 [sys.executable, *job.argv[:2], "--help"], capture_output=True, text=True, cwd=ROOT
             ).stdout
             assert all(flag in help_text for flag in job.argv[2:] if flag.startswith("--")), job.key
+
+
+def test_the_run_commands_help_lists_every_suite_of_the_folder(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    suites = sorted(path.stem for path in (ROOT / "benchmark" / "suites").glob("*.toml"))
+    assert {"smoke", "offline", "grue", "multiagent"} <= set(suites)
+    assert f"a suite of benchmark/suites/ ({', '.join(suites)}) or a path to a .toml file" in help_text
 
 
 def test_grue_is_every_task_over_five_seeds_and_its_dry_run_lists_the_jobs(tmp_path):
