@@ -30,8 +30,7 @@ This file holds the algorithm: arguments, rollout, advantages, loss, loop. The L
   episodes (the same ones, sampled alike, as rows of the one-process batch), the advantages are
   normalised and the losses averaged over every process's tokens, gradients averaged; rank 0
   evaluates and saves (``lm_toolkit.distributed``).
-* ``baselines/nlpo.py`` is this algorithm with its sampling and update restricted to a mask
-  model's top-p tokens; it reuses this file's pieces (arguments, GAE, advantages, losses, KL
+* ``baselines/nlpo.py`` (NLPO) reuses this file's pieces (arguments, GAE, advantages, losses, KL
   controller) in a loop of its own.
 
 Examples::
