@@ -19,9 +19,19 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["WANDB_MODE"] = "offline"
+# pytest-xdist (``-n 2`` in pyproject.toml) runs the tests in worker processes, each of which
+# imports this file: a worker makes its own folder (and cache) inside the one the controller
+# made, whose TMPDIR it inherits, so no two workers share a temporary folder or a cache.
 SESSION_TMP = tempfile.mkdtemp(prefix="lm_gym_tests_")
 os.environ["TMPDIR"] = tempfile.tempdir = SESSION_TMP
 os.environ["LM_GYM_CACHE"] = tempfile.mkdtemp(prefix="cache_")
+# the cores shared out among the workers (two at most each, as before xdist): one torch thread
+# per worker with two workers on two cores; the processes the tests start inherit it
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+TORCH_THREADS = max(1, min(2, (os.cpu_count() or 1) // WORKERS))
+if WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(TORCH_THREADS))
+    os.environ.setdefault("MKL_NUM_THREADS", str(TORCH_THREADS))
 
 import gymnasium  # noqa: E402
 import pytest  # noqa: E402
@@ -30,7 +40,7 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 import lm_gym  # noqa: E402,F401  (registers the envs)
 
-torch.set_num_threads(2)
+torch.set_num_threads(TORCH_THREADS)
 
 # Hypothesis (tests/contract): the default profile keeps the contract suite to about a
 # minute; the deep run (CI, or --run-slow) loads the ``deep`` profile with four times the

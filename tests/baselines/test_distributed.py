@@ -55,7 +55,11 @@ def largest_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -
     ("script", "flags"),
     [
         ("ppo.py", ["--num-envs", "8", "--num-minibatches", "1", "--learning-rate", "1e-3"]),
-        ("grpo.py", ["--num-prompts", "4", "--group-size", "2", "--num-minibatches", "1", "--learning-rate", "1e-3"]),
+        pytest.param(  # GRPO's: the deep run (54 s, four processes start); PPO's keeps torchrun in the default run
+            "grpo.py",
+            ["--num-prompts", "4", "--group-size", "2", "--num-minibatches", "1", "--learning-rate", "1e-3"],
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_two_processes_update_as_one_on_the_whole_batch(script, flags, tmp_path):
@@ -78,7 +82,11 @@ def test_two_processes_update_as_one_on_the_whole_batch(script, flags, tmp_path)
 
 
 @pytest.mark.parametrize(
-    ("script", "flags"), [("sft.py", ["--max-examples"]), ("ilql.py", ["--warmup-steps", "0", "--max-trajectories"])]
+    ("script", "flags"),
+    [  # SFT's: the deep run (80 s, four processes start); ILQL's keeps an offline baseline's split in the default run
+        pytest.param("sft.py", ["--max-examples"], marks=pytest.mark.slow),
+        ("ilql.py", ["--warmup-steps", "0", "--max-trajectories"]),
+    ],
 )
 def test_offline_baselines_split_each_batch(script, flags, tmp_path):
     imdb = ["--env-id", "lm_gym/IMDB-v0", "--env-kwargs", '{"source": "synthetic"}', *flags, "64"]
@@ -133,6 +141,7 @@ def test_one_job_across_two_nodes(tmp_path):
     assert load_result(tmp_path)["world_size"] == 2
 
 
+@pytest.mark.slow  # two processes start to refuse (22 s); test_one_process_is_the_identity checks the message
 def test_a_batch_the_processes_cannot_share_is_refused(tmp_path):
     runner = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     done = subprocess.run(

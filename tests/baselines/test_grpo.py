@@ -41,7 +41,15 @@ def run(grpo, out_dir, env="imdb", **overrides):
     return grpo.main(grpo.Args(**{**settings, **overrides}))
 
 
-@pytest.mark.parametrize(("env", "rloo"), [("imdb", False), ("wordle", True), ("imdb", True), ("wordle", False)])
+@pytest.mark.parametrize(
+    ("env", "rloo"),
+    [  # each task and each estimator in the default run; the other two pairs in the deep run (12 and 36 s)
+        ("imdb", False),
+        ("wordle", True),
+        pytest.param("imdb", True, marks=pytest.mark.slow),
+        pytest.param("wordle", False, marks=pytest.mark.slow),
+    ],
+)
 def test_smoke_training(grpo, env, rloo, tmp_path):
     run(grpo, tmp_path, env=env, rloo=rloo)
     saved = load_result(tmp_path)  # validates against lm_gym.results' schema

@@ -78,8 +78,10 @@ def test_sft_warm_starts_one_agent(tmp_path):
 @pytest.mark.parametrize(
     ("env_id", "options"),
     [
-        ("lm_gym/VisDial-v0", {}),
-        ("lm_gym/VisDial-v0", {"shared_policy": True}),
+        # two learners' and a shared policy's trainings: the deep run (70-85 s each on two busy cores); the default
+        # run trains VisDial's questioner against the scripted answerer (9 s), two learners in the other tests
+        pytest.param("lm_gym/VisDial-v0", {}, marks=pytest.mark.slow),
+        pytest.param("lm_gym/VisDial-v0", {"shared_policy": True}, marks=pytest.mark.slow),
         ("lm_gym/VisDial-v0", {"scripted": ("answerer",)}),
         pytest.param("lm_gym/DailyDialog-v0", {}, marks=pytest.mark.slow),
     ],

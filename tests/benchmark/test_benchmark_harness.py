@@ -89,6 +89,7 @@ def test_each_job_folder_holds_the_record_of_its_suite_task_algorithm_seed_and_c
 
 
 # ----------------------------------------------------------------------------- resume and faults
+@pytest.mark.slow  # a suite killed and run again (50 s); the deep run keeps it, the rerun below keeps resuming
 def test_a_suite_killed_with_sigkill_resumes_with_every_result_once(tmp_path):
     suite = write_suite(tmp_path, FAKE_SUITE)
     root = tmp_path / "runs" / "tiny"
@@ -123,6 +124,7 @@ def test_a_suite_killed_with_sigkill_resumes_with_every_result_once(tmp_path):
     assert status["counts"] == {"done": 9}
 
 
+@pytest.mark.slow  # a suite stopped and run again (48 s); the deep run keeps it
 def test_ctrl_c_stops_the_running_jobs_and_a_rerun_finishes(tmp_path):
     suite = write_suite(tmp_path, FAKE_SUITE.replace("step-seconds = 0.2", "step-seconds = 1.0"))
     root = tmp_path / "runs" / "tiny"
@@ -149,6 +151,7 @@ def test_ctrl_c_stops_the_running_jobs_and_a_rerun_finishes(tmp_path):
     assert len(results(root)) == 9
 
 
+@pytest.mark.slow  # retries with their back-off (31 s); the next test records a failure in the default run
 def test_a_failing_job_is_retried_then_recorded_without_stopping_the_suite(tmp_path):
     body = FAKE_SUITE.replace(
         'args = { init-from = "{warm?}/checkpoint", steps = 4, step-seconds = 0.2 }',
@@ -296,6 +299,7 @@ def test_ray_backend_runs_a_suite_on_a_local_ray_instance(tmp_path):
     assert len(runs) == 6 and all(result["config"]["omp_num_threads"] == "1" for result in runs.values())
 
 
+@pytest.mark.slow  # submitit's local executor (17 s); the sbatch test below keeps the Slurm backend in the default run
 def test_slurm_backend_through_submitits_local_executor(tmp_path):
     pytest.importorskip("submitit")
     suite = write_suite(
@@ -387,7 +391,9 @@ def test_the_smoke_suites_prompts_jobs_run_with_the_real_baselines_and_report(tm
 @pytest.mark.parametrize(
     "backend",
     [
-        ["--backend", "local", "--workers", "1"],
+        # every backend's torchrun job in the deep run (33 s and more); the default run keeps the placement's test
+        # above and a baseline's own two-process run (tests/baselines/test_distributed.py)
+        pytest.param(["--backend", "local", "--workers", "1"], marks=pytest.mark.slow),
         pytest.param(["--backend", "slurm", "--submitit-cluster", "local"], marks=pytest.mark.slow),
         pytest.param(["--backend", "ray", "--gpus", "none"], marks=pytest.mark.slow),
     ],
