@@ -21,8 +21,14 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["WANDB_MODE"] = "offline"
 # pytest-xdist (``-n 2`` in pyproject.toml) runs the tests in worker processes, each of which
 # imports this file: a worker makes its own folder (and cache) inside the one the controller
-# made, whose TMPDIR it inherits, so no two workers share a temporary folder or a cache.
-SESSION_TMP = tempfile.mkdtemp(prefix="lm_gym_tests_")
+# made, whose TMPDIR it inherits, so no two workers share a temporary folder or a cache. The
+# worker's folder is named by its id alone: Ray's socket paths under it come near the 107 bytes
+# an AF_UNIX path may have.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    SESSION_TMP = os.path.join(tempfile.gettempdir(), os.environ["PYTEST_XDIST_WORKER"])
+    os.makedirs(SESSION_TMP, exist_ok=True)
+else:
+    SESSION_TMP = tempfile.mkdtemp(prefix="lm_gym_tests_")
 os.environ["TMPDIR"] = tempfile.tempdir = SESSION_TMP
 os.environ["LM_GYM_CACHE"] = tempfile.mkdtemp(prefix="cache_")
 # the cores shared out among the workers (two at most each, as before xdist): one torch thread
