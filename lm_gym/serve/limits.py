@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -169,14 +170,16 @@ class LimitsMiddleware:
         return _protocol_refusal(text)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 #: The message types of the protocol (OpenEnv's ``mcp`` type is not served: lm-gym's tasks have no MCP tools).
 MESSAGE_TYPES = ("reset", "step", "state", "close")
 
 
 def _protocol_refusal(text: str) -> str | None:
     """A ``ProtocolError`` reply for text OpenEnv's handler would fail on outside its own error
-    replies (closing the session): JSON that is not an object, too deeply nested, or whose
-    ``type`` is not one of :data:`MESSAGE_TYPES`."""
+    replies (closing the session): JSON that is not an object, too deeply nested, whose ``type``
+    is not one of :data:`MESSAGE_TYPES`, or that holds a lone surrogate where OpenEnv may echo it
+    (:func:`_lone_surrogate`)."""
     try:
         message = json.loads(text)
     except (ValueError, RecursionError) as error:
@@ -187,4 +190,37 @@ def _protocol_refusal(text: str) -> str | None:
     if kind not in MESSAGE_TYPES:
         shown = json.dumps(kind)[:80]  # ASCII: a lone surrogate stays escaped
         return error_reply("ProtocolError", f"type must be one of {list(MESSAGE_TYPES)}, got {shown}", "UNKNOWN_TYPE")
+    where = _lone_surrogate(message)
+    if where is not None:
+        return error_reply(
+            "ProtocolError",
+            f"{where} holds a lone surrogate, which is not Unicode text (a step's text may: it is mapped "
+            "into the action space's characters)",
+        )
     return None
+
+
+def _lone_surrogate(message: dict[str, Any]) -> str | None:
+    """Where a message holds a lone surrogate (``"\\ud800"`` is valid JSON, not valid Unicode), or ``None``.
+
+    OpenEnv's reply to a field it refuses echoes the field's value, and writing a lone surrogate fails:
+    the handler then closes the session. Only a step's ``text``, a string OpenEnv accepts as it is, may
+    hold one (the task maps it into its charset, as the local env does)."""
+    data = message.get("data")
+    if message["type"] == "step" and isinstance(data, dict) and isinstance(data.get("text"), str):
+        message = {**message, "data": {key: value for key, value in data.items() if key != "text"}}
+    pending: list[tuple[str, Any]] = [("message", message)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, str) and _has_lone_surrogate(value):
+            return path[:200]
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, inner in items:
+            if isinstance(key, str) and _has_lone_surrogate(key):
+                return f"a key of {path}"[:200]
+            pending.append((f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]", inner))
+    return None
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    return _LONE_SURROGATE.search(text) is not None

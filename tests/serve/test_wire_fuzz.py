@@ -279,6 +279,32 @@ def test_an_unknown_type_with_a_lone_surrogate_gets_a_protocol_error(start_serve
     assert reply["data"]["error_type"] == "ProtocolError", reply
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"type": "step", "data": {"text": ["\ud800"]}},
+        {"type": "step", "data": {"text": 5, "x": "\ud800"}},
+        {"type": "step", "data": {"\ud800": 1}},
+        {"type": "step", "data": "\ud800"},
+        {"type": "step", "data": {"token": "\ud800"}},
+        {"type": "state", "data": {"\ud800": "\ud800"}},
+        {"type": "reset", "data": {"episode_id": "\ud800"}},
+    ],
+    ids=["text-list", "extra-field", "key", "data", "token", "state", "episode-id"],
+)
+def test_a_lone_surrogate_that_openenv_would_echo_gets_a_protocol_error(start_server, message):
+    """The fuzz's deep run found these: OpenEnv's reply to a refused field echoes its value, writing a lone
+    surrogate fails, and its handler closed the session. A step's text may hold one (the local env's rule)."""
+    url, _, _ = start_server(WORDLE)
+    with session(url) as exchange:
+        reply = exchange(message)
+        assert exchange({"type": "state"})["type"] == "state"  # closed before: ConnectionClosed
+        assert_still_plays(exchange, local_episode_start())
+        text_reply = exchange({"type": "step", "data": {"text": "cr\ud800ane"}})
+    assert reply["type"] == "error" and reply["data"]["error_type"] == "ProtocolError", reply
+    assert text_reply["type"] == "observation", text_reply
+
+
 def test_a_reset_with_an_episode_id_that_is_not_a_string_gets_a_typed_error(start_server):
     url, _, _ = start_server(WORDLE)
     with session(url) as exchange:
