@@ -16,9 +16,10 @@ RL4LMs' never was), keeps only its top-``top_p`` tokens at every step:
   each refresh), the mask comes from the policy's own logits: the same mask, with no forward pass
   of the mask model.
 
-Everything else is PPO, from ``baselines/ppo.py``'s pieces in this file's own loop: rollouts,
-per-token KL reward, GAE (``ppo.advantages_and_returns``), PPO's losses (``ppo.losses``), the
-adaptive KL controller, the value head, the evaluation protocol, checkpoints. The only model
+Everything else is PPO, from ``baselines/ppo.py``'s pieces in this file's own loop: the setup
+(``ppo.set_up``), rollouts, per-token KL reward, GAE (``ppo.advantages_and_returns``), PPO's
+losses (``ppo.losses``), the adaptive KL controller, the value head, the evaluation protocol,
+checkpoints. The only model
 copies are the policy, the reference and the mask model.
 
 Examples::
@@ -38,18 +39,15 @@ import numpy as np
 import ppo
 import torch
 import tyro
-from torch import nn
 
-from lm_gym.metrics.corpus import task_env
 from lm_toolkit import distributed
-from lm_toolkit.arguments import above, at_least, check_args, check_flags, integer, optional, within
-from lm_toolkit.models import frozen_copy, load_policy, policy_tokenizer
-from lm_toolkit.optimization import anneal, fused_adamw, optimizer_step
+from lm_toolkit.arguments import check_flags, integer, within
+from lm_toolkit.models import frozen_copy
+from lm_toolkit.optimization import anneal, optimizer_step
 from lm_toolkit.policy_gradient import TurnBatch
 from lm_toolkit.rollouts import TextPolicy, Turn, evaluator, play_round
-from lm_toolkit.runs import Run, due, setup
+from lm_toolkit.runs import due
 from lm_toolkit.sampling import Prefix, log_probs_of
-from lm_toolkit.tasks import task_lengths, vector_env_for_split
 from lm_toolkit.training_stats import Stats
 
 
@@ -190,46 +188,8 @@ def update(
 
 def main(args: Args) -> dict:
     check_flags(args, top_p=within(0, 1, open_low=True), mask_update_every=integer(1))
-    env_kwargs, model_config = check_args(
-        args,
-        "nlpo.py",
-        num_envs=at_least(1),
-        num_minibatches=within(1, args.num_envs, text="in [1, num_envs]"),
-        gamma=within(0, 1),
-        gae_lambda=within(0, 1),
-        kl_coef=at_least(0),
-        kl_target=optional(above(0)),
-    )
-    device, autocast = setup(args)
-    run = Run(args, "nlpo")
-
-    # Envs: the native batched vector env for rollouts (train split: this process's part) and evaluation.
-    first_env, num_envs = distributed.shard(args.num_envs, "--num-envs")
-    if args.num_minibatches > num_envs:
-        raise ValueError(
-            f"--num-minibatches ({args.num_minibatches}) must be at most the episodes per process ({num_envs})"
-        )
-    train_env = vector_env_for_split(args.env_id, env_kwargs, "train", num_envs)
-    eval_env = vector_env_for_split(args.env_id, env_kwargs, "validation", args.eval_batch_size)
-    task = task_env(train_env)  # what the task's attributes are read from (a served task: its client)
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task)
-
-    # Models: the policy with a value head, the frozen reference, and the mask model (a copy of the policy).
-    source = run.source(args.init_from or args.model_name)
-    tokenizer = policy_tokenizer(task, source)
-    policy = load_policy(source, model_config, tokenizer, args.seed).to(device).eval()  # dropout off
-    reference = frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None)
-    value_head = nn.Linear(policy.config.hidden_size, 1).to(device)
-    nn.init.zeros_(value_head.weight)
-    nn.init.zeros_(value_head.bias)
-    parameters = [*policy.parameters(), *value_head.parameters()]
-    optimizer = fused_adamw(parameters, lr=args.learning_rate, eps=1e-5)
-    kl_coef = args.kl_coef
-    if run.resuming:
-        state = run.restore()
-        value_head.load_state_dict(state["value_head"])
-        optimizer.load_state_dict(state["optimizer"])
-        kl_coef = state["kl_coef"]
+    (run, device, autocast, first_env, train_env, eval_env, lengths, tokenizer, policy, reference, value_head,
+     parameters, optimizer, kl_coef) = ppo.set_up(args, "nlpo")  # fmt: skip
     mask_model = frozen_copy(policy, run.checkpoint_dir / "mask_model" if run.resuming else None)
     mask = TopPMask(mask_model, tokenizer, lengths.min_new_tokens, args.top_p, args.mask_update_every, not run.resuming)
     actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head, hook=mask)  # samples within the mask

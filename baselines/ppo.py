@@ -30,8 +30,8 @@ This file holds the algorithm: arguments, rollout, advantages, loss, loop. The L
   episodes (the same ones, sampled alike, as rows of the one-process batch), the advantages are
   normalised and the losses averaged over every process's tokens, gradients averaged; rank 0
   evaluates and saves (``lm_toolkit.distributed``).
-* ``baselines/nlpo.py`` (NLPO) reuses this file's pieces (arguments, GAE, advantages, losses, KL
-  controller) in a loop of its own.
+* ``baselines/nlpo.py`` (NLPO) reuses this file's pieces (arguments, the run's setup, GAE,
+  advantages, losses, KL controller) in a loop of its own.
 
 Examples::
 
@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -60,7 +61,7 @@ from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, Turn, evaluator, play_round
 from lm_toolkit.runs import Run, due, setup
 from lm_toolkit.sampling import TokenScores
-from lm_toolkit.tasks import task_lengths, vector_env_for_split
+from lm_toolkit.tasks import Lengths, task_lengths, vector_env_for_split
 from lm_toolkit.training_stats import Stats
 
 
@@ -198,10 +199,32 @@ def adapt_kl_coef(kl_coef: float, kl: torch.Tensor, num_turns: int, args: Args) 
     return kl_coef, mean_kl
 
 
-def main(args: Args) -> dict:
+class Setup(NamedTuple):
+    """What a PPO run builds before its loop (``ppo.py`` and ``nlpo.py`` alike)."""
+
+    run: Run
+    device: torch.device
+    autocast: Any
+    first_env: int  # this process's first env among the --num-envs
+    train_env: Any
+    eval_env: Any
+    lengths: Lengths
+    tokenizer: Any
+    policy: Any
+    reference: Any
+    value_head: nn.Linear
+    parameters: list[torch.Tensor]
+    optimizer: torch.optim.Optimizer
+    kl_coef: float
+
+
+def set_up(args: Args, algorithm: str) -> Setup:
+    """Check the flags; the envs (the native batched vector env for rollouts, this process's part of the train
+    split, and the evaluation's); the policy with a value head on its last hidden states, the frozen reference
+    and the optimizer, restored from the checkpoint when resuming."""
     env_kwargs, model_config = check_args(
         args,
-        "ppo.py",
+        f"{algorithm}.py",
         num_envs=at_least(1),
         num_minibatches=within(1, args.num_envs, text="in [1, num_envs]"),
         gamma=within(0, 1),
@@ -210,9 +233,8 @@ def main(args: Args) -> dict:
         kl_target=optional(above(0)),
     )
     device, autocast = setup(args)
-    run = Run(args, "ppo")
+    run = Run(args, algorithm)
 
-    # Envs: the native batched vector env for rollouts (train split: this process's part) and evaluation.
     first_env, num_envs = distributed.shard(args.num_envs, "--num-envs")
     if args.num_minibatches > num_envs:
         raise ValueError(
@@ -223,7 +245,6 @@ def main(args: Args) -> dict:
     task = task_env(train_env)  # what the task's attributes are read from (a served task: its client)
     lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task)
 
-    # Models: the policy with a value head on its last hidden states, and the frozen reference.
     source = run.source(args.init_from or args.model_name)
     tokenizer = policy_tokenizer(task, source)
     policy = (
@@ -241,6 +262,15 @@ def main(args: Args) -> dict:
         value_head.load_state_dict(state["value_head"])
         optimizer.load_state_dict(state["optimizer"])
         kl_coef = state["kl_coef"]
+    return Setup(
+        run, device, autocast, first_env, train_env, eval_env, lengths, tokenizer, policy, reference,
+        value_head, parameters, optimizer, kl_coef,
+    )  # fmt: skip
+
+
+def main(args: Args) -> dict:
+    (run, device, autocast, first_env, train_env, eval_env, lengths, tokenizer, policy, reference, value_head,
+     parameters, optimizer, kl_coef) = set_up(args, "ppo")  # fmt: skip
     actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head)
 
     evaluation = evaluator(eval_env, actor, args, autocast)
