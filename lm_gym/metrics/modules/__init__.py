@@ -2,7 +2,8 @@
 
 ``evaluate.load(<directory>)`` loads a module from disk, with no hub access; :func:`load`
 does that by name. Each module's ``_compute`` calls the plain function of
-:mod:`lm_gym.metrics`, and the module's options (``rouge_types``, ``model``, ...) are
+:mod:`lm_gym.metrics`; what ``evaluate`` shows of it (description, citation, inputs) is its card in
+:mod:`lm_gym.metrics.modules.cards`. The module's options (``rouge_types``, ``model``, ...) are
 ``compute(...)`` keyword arguments, as in ``evaluate``'s own modules. ``evaluate`` is lm-gym's
 optional ``evaluate`` extra (``pip install "lm-gym[evaluate]"``); the modules ``sacrebleu``,
 ``cider`` and ``coco`` also need the ``nlg`` extra, ``bertscore`` the ``bertscore`` extra.
@@ -47,22 +48,3 @@ def load(name: str, **kwargs: Any) -> evaluate.EvaluationModule:
 
     kwargs.setdefault("keep_in_memory", True)
     return evaluate.load(str(MODULES_DIRECTORY / name), **kwargs)
-
-
-def metric_info(
-    description: str, citation: str, inputs: str, *text_columns: str, url: str | None = None
-) -> evaluate.MetricInfo:
-    """The ``MetricInfo`` of a module: ``predictions`` a string and each of ``text_columns`` a
-    sequence of strings (one or more per prediction, e.g. ``references``)."""
-    import datasets
-    import evaluate
-
-    columns = {"predictions": datasets.Value("string")}
-    columns.update({column: datasets.List(datasets.Value("string")) for column in text_columns})
-    return evaluate.MetricInfo(
-        description=description,
-        citation=citation,
-        inputs_description=inputs,
-        features=datasets.Features(columns),
-        reference_urls=[url] if url else [],
-    )
