@@ -20,8 +20,9 @@ from pathlib import Path
 
 from lm_gym.core.errors import DataUnavailableError
 from lm_gym.core.spaces import to_charset
-from lm_gym.data.sources import TABLE_SUFFIXES, check_source, load_hub_split, read_table, require_columns
+from lm_gym.data.sources import TABLE_SUFFIXES, load_hub_split, read_table, require_columns
 from lm_gym.tasks.cnn_dailymail import synthetic
+from lm_gym.tasks.loading import load_split
 
 HUB_DATASET, HUB_CONFIG = "abisee/cnn_dailymail", "3.0.0"
 COLUMNS = ("article", "highlights", "id")
@@ -36,13 +37,8 @@ Article = tuple[str, str, str]
 
 def load_articles(source: str, split: str, data_dir: str | Path | None = None) -> tuple[Article, ...]:
     """The ``(article, highlights, id)`` rows of ``split`` from ``source`` (cached per process)."""
-    data_dir = check_source(
-        source, split, data_dir, "a directory with <split>.csv/.parquet/.jsonl files of columns article,highlights,id"
-    )
-    articles = _load_cached(source, split, data_dir)
-    if not articles:
-        raise DataUnavailableError(f"the {split!r} split of source={source!r} holds no articles")
-    return articles
+    local_hint = "a directory with <split>.csv/.parquet/.jsonl files of columns article,highlights,id"
+    return load_split(_load_cached, source, split, data_dir, local_hint, "articles")
 
 
 @functools.lru_cache(maxsize=16)

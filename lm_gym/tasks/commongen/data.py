@@ -25,8 +25,9 @@ from pathlib import Path
 
 from lm_gym.core.errors import DataUnavailableError
 from lm_gym.core.spaces import to_charset
-from lm_gym.data.sources import TABLE_SUFFIXES, check_source, load_hub_split, read_table, require_columns
+from lm_gym.data.sources import TABLE_SUFFIXES, load_hub_split, read_table, require_columns
 from lm_gym.tasks.commongen import synthetic
+from lm_gym.tasks.loading import load_split
 
 HUB_DATASET = "allenai/common_gen"
 OFFLINE_HINT = (
@@ -45,13 +46,8 @@ ConceptSet = tuple[tuple[str, ...], tuple[str, ...]]
 
 def load_concept_sets(source: str, split: str, data_dir: str | Path | None = None) -> tuple[ConceptSet, ...]:
     """The ``(concepts, scenes)`` of ``split`` from ``source`` (cached per process)."""
-    data_dir = check_source(
-        source, split, data_dir, "a directory with the official commongen.<split>.jsonl files, or one such file"
-    )
-    sets = _load_cached(source, split, data_dir)
-    if not sets:
-        raise DataUnavailableError(f"the {split!r} split of source={source!r} holds no concept sets")
-    return sets
+    local_hint = "a directory with the official commongen.<split>.jsonl files, or one such file"
+    return load_split(_load_cached, source, split, data_dir, local_hint, "concept sets")
 
 
 @functools.lru_cache(maxsize=16)

@@ -31,9 +31,10 @@ from pathlib import Path
 
 from lm_gym.core.errors import DataUnavailableError
 from lm_gym.core.spaces import to_charset
-from lm_gym.data.sources import check_source, load_hub_split
+from lm_gym.data.sources import load_hub_split
 from lm_gym.tasks.dailydialog import synthetic
 from lm_gym.tasks.dailydialog.labels import ACTS, EMOTIONS
+from lm_gym.tasks.loading import load_split
 
 HUB_DATASET = "li2017dailydialog/daily_dialog"
 OFFLINE_HINT = (
@@ -60,13 +61,8 @@ class DialogueSplit:
 
 def load_dialogues(source: str, split: str, data_dir: str | Path | None = None) -> DialogueSplit:
     """The dialogues of ``split`` from ``source`` (cached per process)."""
-    data_dir = check_source(
-        source, split, data_dir, "the unzipped DailyDialog release with dialogues_<split>.txt and its act/emotion files"
-    )
-    loaded = _load_cached(source, split, data_dir)
-    if not loaded.dialogues:
-        raise DataUnavailableError(f"the {split!r} split of source={source!r} holds no dialogues")
-    return loaded
+    local_hint = "the unzipped DailyDialog release with dialogues_<split>.txt and its act/emotion files"
+    return load_split(_load_cached, source, split, data_dir, local_hint, "dialogues", lambda loaded: loaded.dialogues)
 
 
 @functools.lru_cache(maxsize=16)

@@ -41,6 +41,7 @@ from pathlib import Path
 from lm_gym.core.errors import DataUnavailableError
 from lm_gym.core.validation import check_choice
 from lm_gym.data.sources import SPLITS, check_source, read_table, require_columns
+from lm_gym.tasks.loading import load_split
 from lm_gym.tasks.reddit import pushshift, synthetic
 from lm_gym.tasks.reddit.comments import Comment, LoadedComments, clean_text, counts, keep_comment
 
@@ -58,11 +59,7 @@ LOCAL_HINT = (
 def load_comments(source: str, split: str, data_dir: str | Path | None = None) -> LoadedComments:
     """The comments of ``split`` from ``source`` (cached per process); ``dropped`` counts the whole source's drops."""
     check_choice("source", source, SOURCES)
-    data_dir = check_source(source, split, data_dir, LOCAL_HINT)
-    loaded = _load_cached(source, split, data_dir)
-    if not loaded.comments:
-        raise DataUnavailableError(f"the {split!r} split of source={source!r} holds no comments")
-    return loaded
+    return load_split(_load_cached, source, split, data_dir, LOCAL_HINT, "comments", lambda loaded: loaded.comments)
 
 
 def all_comments(source: str, data_dir: str | Path | None = None) -> tuple[Comment, ...]:
