@@ -147,7 +147,7 @@ from lm_gym.tasks.visdial.dialogue import (
     MAX_ANSWER_LENGTH,
     MAX_QUESTION_LENGTH,
     HiddenImage,
-    clean_line,
+    clean_question,
     dialogue_text,
 )
 from lm_gym.tasks.visdial.env import VisDialEnv
@@ -212,7 +212,7 @@ class VisDialParallelEnv(TurnTakingEnv):
 
     def _speak(self, utterance: str) -> tuple[dict[str, float], bool, dict[str, Any]]:
         if self._question is None:
-            self._question = clean_line(utterance, MAX_QUESTION_LENGTH)
+            self._question = clean_question(utterance)
             return {}, False, {"question": self._question}
         self._answer.text = utterance
         dialogue, reward, terminated, _, info = self.task.step(self._question)

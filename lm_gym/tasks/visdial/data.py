@@ -32,14 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
-from lm_gym.tasks.visdial.dialogue import (
-    MAX_ANSWER_LENGTH,
-    MAX_CAPTION_LENGTH,
-    MAX_QUESTION_LENGTH,
-    Dialogue,
-    HiddenImage,
-    clean_line,
-)
+from lm_gym.tasks.visdial.dialogue import Dialogue, HiddenImage, clean_answer, clean_caption, clean_question
 
 #: The file-name part and the ``split`` field values of each split.
 RELEASE_SPLITS = {
@@ -111,17 +104,13 @@ def load_dialogs(path: Path, split: str) -> tuple[HumanDialog, ...]:
         for number, dialog in enumerate(dialogs):
             rounds = tuple(
                 (
-                    clean_line(_text(questions, r["question"]) + "?", MAX_QUESTION_LENGTH),
-                    clean_line(_text(answers, r["answer"]), MAX_ANSWER_LENGTH),
+                    clean_question(_text(questions, r["question"]) + "?"),
+                    clean_answer(_text(answers, r["answer"])),
                 )
                 for r in dialog["dialog"]
                 if r.get("answer", -1) != -1  # the v1.0 test split's last round has no answer
             )
-            loaded.append(
-                HumanDialog(
-                    int(dialog.get("image_id", number)), clean_line(dialog["caption"], MAX_CAPTION_LENGTH), rounds
-                )
-            )
+            loaded.append(HumanDialog(int(dialog.get("image_id", number)), clean_caption(dialog["caption"]), rounds))
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
         raise DataUnavailableError(f"{path}: dialog {number} does not follow the VisDial format: {error!r}") from error
     if not loaded:

@@ -51,6 +51,26 @@ def clean_line(text: str, max_length: int) -> str:
     return " ".join(to_charset(text).split())[:max_length].strip()
 
 
+def clean_caption(text: str) -> str:
+    """``text`` as the caption line (:func:`clean_line`, at most :data:`MAX_CAPTION_LENGTH` characters)."""
+    return clean_line(text, MAX_CAPTION_LENGTH)
+
+
+def clean_question(text: str) -> str:
+    """``text`` as a question line (:func:`clean_line`, at most :data:`MAX_QUESTION_LENGTH` characters)."""
+    return clean_line(text, MAX_QUESTION_LENGTH)
+
+
+def clean_answer(text: str) -> str:
+    """``text`` as an answer line (:func:`clean_line`, at most :data:`MAX_ANSWER_LENGTH` characters)."""
+    return clean_line(text, MAX_ANSWER_LENGTH)
+
+
+def max_dialogue_text_length(max_turns: int) -> int:
+    """The longest observation text of a game of ``max_turns`` rounds (:func:`dialogue_text`)."""
+    return MAX_CAPTION_LENGTH + (MAX_QUESTION_LENGTH + MAX_ANSWER_LENGTH + 2) * max_turns
+
+
 def dialogue_text(caption: str, dialogue: Dialogue) -> str:
     """The observation text: the caption line, then a question line and an answer line per round."""
     lines = [caption]

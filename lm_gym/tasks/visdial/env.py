@@ -20,13 +20,12 @@ from lm_gym.data.sources import SPLITS
 from lm_gym.tasks.visdial import synthetic
 from lm_gym.tasks.visdial.data import release_images
 from lm_gym.tasks.visdial.dialogue import (
-    MAX_ANSWER_LENGTH,
-    MAX_CAPTION_LENGTH,
     MAX_QUESTION_LENGTH,
     Dialogue,
     HiddenImage,
-    clean_line,
+    clean_question,
     dialogue_text,
+    max_dialogue_text_length,
 )
 from lm_gym.tasks.visdial.features import load_image_features
 from lm_gym.tasks.visdial.rewards import YES_NO_KINDS, cutoff_reached, is_yes_no, percentile_gain, turn_reward
@@ -252,7 +251,7 @@ class VisDialEnv(TextEnv):
     ):
         self.max_turns = check_int("max_turns", max_turns, 1, MAX_TURNS)
         super().__init__(
-            max_observation_length=MAX_CAPTION_LENGTH + (MAX_QUESTION_LENGTH + MAX_ANSWER_LENGTH + 2) * self.max_turns,
+            max_observation_length=max_dialogue_text_length(self.max_turns),
             max_action_length=MAX_QUESTION_LENGTH,
             render_mode=render_mode,
         )
@@ -337,14 +336,14 @@ class VisDialEnv(TextEnv):
         return self._text(), self._info()
 
     def _reward_query(self, utterance: str) -> RewardQuery:
-        question = clean_line(utterance, MAX_QUESTION_LENGTH)
+        question = clean_question(utterance)
         answer = ask(self.answerer, self._image, self._dialogue, question)
         self._pending = (self._dialogue, question, answer)  # so the transition need not ask again
         meta = {"image": self._image, "dialogue": (*self._dialogue, (question, answer))}
         return RewardQuery(self._text(), question, (), meta)
 
     def _transition(self, utterance: str, score: float | None) -> StepResult:
-        question = clean_line(utterance, MAX_QUESTION_LENGTH)
+        question = clean_question(utterance)
         pending, self._pending = self._pending, None
         if pending is not None and pending[:2] == (self._dialogue, question):
             answer = pending[2]

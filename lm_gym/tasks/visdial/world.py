@@ -30,7 +30,7 @@ import numpy as np
 
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError, safe_repr
 from lm_gym.core.validation import check_number
-from lm_gym.tasks.visdial.dialogue import MAX_ANSWER_LENGTH, Dialogue, HiddenImage, clean_line
+from lm_gym.tasks.visdial.dialogue import Dialogue, HiddenImage, clean_answer
 
 
 @runtime_checkable
@@ -82,7 +82,7 @@ def ask(answerer: Answerer, image: HiddenImage, dialogue: Dialogue, question: st
     answer = answerer.answer(image, dialogue, question)
     if not isinstance(answer, str):
         raise ConfigurationError(f"the answerer must return a str, got {type(answer).__name__}: {safe_repr(answer)}")
-    return clean_line(answer, MAX_ANSWER_LENGTH)
+    return clean_answer(answer)
 
 
 def rank(ranker: Ranker, images: Sequence[HiddenImage], dialogues: Sequence[Dialogue]) -> np.ndarray:
@@ -174,7 +174,7 @@ class HttpWorld:
             raise DataUnavailableError(
                 f"{self.url}/step_rank must answer [answer, percentile_delta], got {reply!r:.200}"
             )
-        answer = clean_line(reply[0], MAX_ANSWER_LENGTH)
+        answer = clean_answer(reply[0])
         percentile = self._percentile(image, dialogue) + float(reply[1])
         self._remember((image.image_id, image.caption, (*dialogue, (question, answer))), percentile)
         return answer
