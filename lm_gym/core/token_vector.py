@@ -56,6 +56,11 @@ class TokenVectorEnv(TokenSettings, NativeVectorEnv):
     with ``"SameStep"`` a finished copy's final observation and info are in
     ``info["final_obs"]`` (an object array of per-copy observation dicts) and
     ``info["final_info"]``.
+
+    ``tokenizer`` and the keyword ``settings`` (``max_prompt_length``, ``max_new_tokens``,
+    ``min_new_tokens``, ``prompt_truncation_side``, ``early_eos_penalty``) are those of
+    :class:`~lm_gym.core.token_level.TokenLevel`, with the same defaults (:class:`TokenStates`
+    applies them).
     """
 
     def __init__(
@@ -63,19 +68,12 @@ class TokenVectorEnv(TokenSettings, NativeVectorEnv):
         env: TextEnv,
         num_envs: int,
         tokenizer: Any,
-        max_prompt_length: int = 128,
-        max_new_tokens: int = 64,
-        min_new_tokens: int = 0,
-        prompt_truncation_side: str = "left",
-        early_eos_penalty: float = 1.0,
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        **settings: Any,
     ):
         super().__init__(env, num_envs, autoreset_mode)
         #: The N copies' state and rules (``TokenLevel`` uses the same class for its one copy).
-        self.tokens = TokenStates(
-            env, tokenizer, self.num_envs, max_prompt_length, max_new_tokens, min_new_tokens, prompt_truncation_side,
-            early_eos_penalty,
-        )  # fmt: skip
+        self.tokens = TokenStates(env, tokenizer, self.num_envs, **settings)
         self._varies = protocol_hook(env) is not None  # the copies' utterances follow their own protocols
         self.single_observation_space = self.tokens.observation_space()
         self.single_action_space = spaces.Discrete(self.vocab_size)
