@@ -1,0 +1,1 @@
+"""``python -m benchmark evaluate``: any model, a local one or one behind an OpenAI-compatible server, on any task."""
