@@ -55,9 +55,10 @@ from leaderboard.boards import (
     registered_id,
     task_metrics,
 )
-from leaderboard.entry import entry_file_name, load_entry
+from leaderboard.entry import entry_file_name, load_entry, runs_digest
 from leaderboard.entry_checks import entry_flags
 from leaderboard.entry_schema import MIN_RUNS, EntryError
+from leaderboard.messages import shown
 from leaderboard.numbers import significant
 from leaderboard.submit import SubmitError, build_entry
 from lm_gym.core.errors import LMGymError
@@ -78,29 +79,50 @@ class CompileError(LMGymError, ValueError):
 def collect_entries(paths: Sequence[str | Path], verifications: str | Path | None = None) -> list[dict[str, Any]]:
     """Entries from entry files, folders of entries and run folders (see the module docstring).
 
-    Entry files are validated but their samples not replayed again (``validate --accept-into`` re-scored them);
-    an entry whose verification record in ``verifications`` says its re-run disagrees is left out (a note)."""
-    entries = []
+    Entry files are validated but their samples not replayed again (``validate --accept-into`` re-scored them).
+    Entries with the same runs (:func:`leaderboard.entry.runs_digest`) are shown once: the earliest dated, of
+    equal dates the first read (the inputs in order, a folder's files by name); a note names each left out.
+    An entry whose verification record in ``verifications`` says its re-run disagrees is left out (a note)."""
+    found: list[tuple[str, dict[str, Any]]] = []  # (where it came from, for the notes; the entry)
     for path in map(Path, paths):
         if path.is_file():
-            found = [load_entry(path, rescore=False)]
+            found.append((str(path), load_entry(path, rescore=False)))
         elif path.is_dir() and any(path.rglob(RESULT_FILE)):
-            entries += entries_from_runs(path)
-            continue
+            found += [(f"the runs of {path} ({shown(entry['name'])})", entry) for entry in entries_from_runs(path)]
         elif path.is_dir():
-            found = [load_entry(file, rescore=False) for file in sorted(path.glob("*.json"))]
+            found += [(str(file), load_entry(file, rescore=False)) for file in sorted(path.glob("*.json"))]
         else:
             raise CompileError(f"{path}: no such file or folder")
-        for entry in found:
-            record = verify.read_record(entry, verifications)
-            if record is not None and record.get("agrees") is False:
-                print(
-                    f"note: {entry_file_name(entry)} left out: its re-run disagrees ({verify.record_name(entry)})",
-                    file=sys.stderr,
-                )
-            else:
-                entries.append(entry)
+    entries = []
+    for entry in _without_copies(found):
+        record = verify.read_record(entry, verifications)
+        if record is not None and record.get("agrees") is False:
+            print(
+                f"note: {entry_file_name(entry)} left out: its re-run disagrees ({verify.record_name(entry)})",
+                file=sys.stderr,
+            )
+        else:
+            entries.append(entry)
     return entries
+
+
+def _without_copies(found: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The entries of ``found``, each set of runs once (see :func:`collect_entries`), in their order."""
+    first_of_runs: dict[str, int] = {}  # runs digest -> index in found of the entry shown
+    # a stable sort: of equal dates, the first read comes first
+    for index in sorted(range(len(found)), key=lambda index: found[index][1]["date"]):
+        source, entry = found[index]
+        digest = runs_digest(entry)
+        if digest in first_of_runs:
+            first_source, first = found[first_of_runs[digest]]
+            print(
+                f"note: {source} left out: the same runs as {first_source} ({shown(first['name'])}, {first['date']}), "
+                "which the board shows (of entries with the same runs, the earliest dated is kept)",
+                file=sys.stderr,
+            )
+        else:
+            first_of_runs[digest] = index
+    return [found[index][1] for index in sorted(first_of_runs.values())]
 
 
 def entries_from_runs(runs_dir: Path) -> list[dict[str, Any]]:
@@ -447,9 +469,9 @@ def _no_points_overall(unscored: dict[str, tuple[str, ...]]) -> str | None:
     """The overall score's reason when tasks of the board lack reference points (None: none does)."""
     if not unscored:
         return None
-    shown = [f"{env_id} {', '.join(metrics)}" for env_id, metrics in list(unscored.items())[:2]]
+    listed = [f"{env_id} {', '.join(metrics)}" for env_id, metrics in list(unscored.items())[:2]]
     more = f"; {len(unscored) - 2} more tasks" if len(unscored) > 2 else ""
-    return f"no reference points for {'; '.join(shown)}{more}"
+    return f"no reference points for {'; '.join(listed)}{more}"
 
 
 def _normalised_by(board: Board) -> str:

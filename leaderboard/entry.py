@@ -14,7 +14,8 @@ only those above it in this list:
 * this module: :func:`load_entry` reads and validates a file; :func:`accept_entry` validates a file and
   writes its canonical form (sorted keys, compact, UTF-8) into the entries folder under
   :func:`entry_file_name`: a slug of the name plus a hash of the content, so no text of the entry can
-  choose where the file goes.
+  choose where the file goes. An entry whose runs are those of an entry already in the folder
+  (:func:`runs_digest`: the same runs, whatever the name, description or method) is refused, naming it.
 
 Names and descriptions may hold any printable text, ``<script>`` included: the board escapes
 every text it shows.
@@ -26,7 +27,7 @@ Command line (``python -m leaderboard validate``)::
 (``--boards FILE``: an entry of a board over your own tasks is checked against the file's board.)
 
 prints ``path: valid`` (``, accepted as FILE`` with ``--accept-into``) or ``path: reason``, one
-line per file, and exits 0 when every file is valid, 1 otherwise.
+line per file, and exits 0 when every file is valid (and, with ``--accept-into``, accepted), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from typing import Any
 from leaderboard.boards import BoardsError, add_boards_argument, load_boards_files
 from leaderboard.entry_checks import validate_entry
 from leaderboard.entry_schema import EntryError, canonical_json
+from leaderboard.messages import shown
 from leaderboard.safe_read import read_entry_json
 
 
@@ -92,12 +94,58 @@ def write_entry(entry: dict[str, Any], path: str | Path) -> Path:
 
 
 def accept_entry(path: str | Path, entries_dir: str | Path) -> Path:
-    """Validate the entry file ``path`` (samples re-scored) and store its canonical copy in ``entries_dir``;
-    returns the new file."""
-    entry = load_entry(path)
+    """Validate the entry file ``path`` (samples re-scored) and store its canonical copy in ``entries_dir``
+    (:func:`store_entry`); returns the new file."""
+    return store_entry(load_entry(path), entries_dir)
+
+
+def store_entry(entry: dict[str, Any], entries_dir: str | Path) -> Path:
+    """Write the valid ``entry`` into ``entries_dir`` under :func:`entry_file_name`; returns the file.
+
+    :class:`EntryError` if an entry of the folder has the same runs (:func:`runs_digest`): the board shows a set
+    of runs once, so the same runs under a second name would count twice in every comparison. Accepting the very
+    same entry again rewrites its own file."""
     entries_dir = Path(entries_dir)
     entries_dir.mkdir(parents=True, exist_ok=True)
-    return write_entry(entry, entries_dir / entry_file_name(entry))
+    target = entries_dir / entry_file_name(entry)
+    copied = _entry_with_the_same_runs(entry, entries_dir, but=target)
+    if copied is not None:
+        other_path, other = copied
+        raise EntryError(
+            f"tasks: the same runs as the accepted entry {other_path} ({shown(other['name'])}, {other['date']}): "
+            "every task's runs (seeds, evaluations, curves, wall times, samples) are equal; the board shows a set "
+            "of runs once, whatever its entry's name, description or method"
+        )
+    return write_entry(entry, target)
+
+
+def runs_digest(entry: dict[str, Any]) -> str:
+    """The SHA-256 of what an entry holds of its runs: its board and, per task, the set of its runs' canonical
+    JSON (seed, final and initial evaluations, curve, wall time, samples: all ``submit`` copies of a
+    ``result.json``). Two entries with the same digest show the same runs; name, method, model, description,
+    date, commit, config hash and recipe do not enter it, nor the order of the runs."""
+    runs = {
+        env_id: sorted(hashlib.sha256(canonical_json(run).encode()).hexdigest() for run in task["runs"])
+        for env_id, task in entry["tasks"].items()
+    }
+    return hashlib.sha256(canonical_json({"board": entry["board"], "runs": runs}).encode()).hexdigest()
+
+
+def _entry_with_the_same_runs(
+    entry: dict[str, Any], entries_dir: Path, but: Path
+) -> tuple[Path, dict[str, Any]] | None:
+    """The first entry file of ``entries_dir`` (by name; ``but`` aside) whose runs are ``entry``'s, with its entry."""
+    digest = runs_digest(entry)
+    for path in sorted(entries_dir.glob("*.json")):
+        if path.name == but.name:
+            continue
+        try:
+            other = load_entry(path, rescore=False)
+        except EntryError:  # not an entry this process can read (a board of another --boards file): not a copy
+            continue
+        if runs_digest(other) == digest:
+            return path, other
+    return None
 
 
 def add_validate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -123,8 +171,7 @@ def run_validate(args: argparse.Namespace) -> int:
             if args.accept_into is None:
                 print(f"{path}: valid")
             else:
-                args.accept_into.mkdir(parents=True, exist_ok=True)
-                accepted = write_entry(entry, args.accept_into / entry_file_name(entry))
+                accepted = store_entry(entry, args.accept_into)
                 print(f"{path}: valid, accepted as {accepted}")
             for flag in flags:
                 print(f"{path}: flagged: {flag}")

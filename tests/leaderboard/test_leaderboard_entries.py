@@ -96,8 +96,10 @@ def test_names_keep_any_printable_text_and_file_names_stay_safe(valid_entry, tmp
     ]
     entries = tmp_path / "entries"
     for index, name in enumerate(names):
+        entry = json.loads(json.dumps(valid_entry | {"name": name}))
+        entry["tasks"][IMDB]["runs"][0]["wall_time_s"] += index  # other runs: the same runs are accepted once
         source = tmp_path / f"entry{index}.json"
-        source.write_text(json.dumps(valid_entry | {"name": name}))
+        source.write_text(json.dumps(entry))
         accepted = accept_entry(source, entries)
         assert accepted.parent == entries and SAFE_FILE_NAME.fullmatch(accepted.name), name
         assert load_entry(accepted)["name"] == name  # stored as given; the board escapes it
