@@ -45,15 +45,14 @@ import numpy as np
 import torch
 import tyro
 
-from lm_gym.metrics.corpus import task_env
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, Rule, at_least, check_args, within
-from lm_toolkit.models import frozen_copy, load_policy, policy_tokenizer
+from lm_toolkit.models import frozen_copy, load_policy
 from lm_toolkit.optimization import anneal, fused_adamw, optimizer_step
 from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, evaluator, play_round
 from lm_toolkit.runs import Run, due, setup
-from lm_toolkit.tasks import task_lengths, vector_env_for_split
+from lm_toolkit.tasks import Lengths, task_setup
 from lm_toolkit.training_stats import Stats
 
 
@@ -104,15 +103,16 @@ def main(args: Args) -> dict:
     first_group, num_prompts = distributed.shard(args.num_prompts, "--num-prompts")  # this process's groups
     num_envs = num_prompts * args.group_size
 
-    # Envs: the native batched vector env; a group's envs are adjacent (env i is in group i // G).
-    train_env = vector_env_for_split(args.env_id, env_kwargs, "train", num_envs)
-    eval_env = vector_env_for_split(args.env_id, env_kwargs, "validation", args.eval_batch_size)
-    task = task_env(train_env)  # what the task's attributes are read from (a served task: its client)
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task)
+    # Envs: the native batched vector env, a group's envs adjacent (env i is in group i // G); the policy's
+    # tokenizer and the task's lengths (a served task: its server's).
+    source = run.source(args.init_from or args.model_name)
+    played = task_setup(
+        args.env_id, env_kwargs, {"train": num_envs, "validation": args.eval_batch_size}, source, args.min_new_tokens
+    )
+    train_env, eval_env, tokenizer = played.envs["train"], played.envs["validation"], played.tokenizer
+    lengths = Lengths.of(played.token_settings)
 
     # Models: the policy, and the frozen reference only when the KL term needs it.
-    source = run.source(args.init_from or args.model_name)
-    tokenizer = policy_tokenizer(task, source)
     policy = load_policy(source, model_config, tokenizer, args.seed, causal_only="grpo.py").to(device).eval()
     reference = (
         frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None) if args.beta > 0 else None

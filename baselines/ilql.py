@@ -47,9 +47,10 @@ import torch.nn.functional as F
 import tyro
 from torch import nn
 
+from lm_gym.core.task_setup import policy_tokenizer
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OfflineArgs, above, at_least, check_args, integer, one_of, optional, within
-from lm_toolkit.models import check_positions, load_policy, policy_tokenizer
+from lm_toolkit.models import check_positions, load_policy
 from lm_toolkit.offline import encode_turns, trajectories_or_references, transition_batch
 from lm_toolkit.optimization import adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.rollouts import TextPolicy, evaluator

@@ -65,9 +65,10 @@ import tyro
 from gymnasium.wrappers.utils import RunningMeanStd
 from torch import nn
 
+from lm_gym.core.task_setup import policy_tokenizer
 from lm_toolkit import distributed
 from lm_toolkit.arguments import at_least, check_args, integer, is_number, one_of, within
-from lm_toolkit.models import check_positions, frozen_copy, load_policy, policy_tokenizer
+from lm_toolkit.models import check_positions, frozen_copy, load_policy
 from lm_toolkit.multiagent_rollouts import evaluate_games, play_games
 from lm_toolkit.optimization import anneal, fused_adamw
 from lm_toolkit.policy_gradient import TurnBatch

@@ -52,16 +52,15 @@ import torch
 import tyro
 from torch import nn
 
-from lm_gym.metrics.corpus import task_env
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, above, at_least, check_args, optional, within
-from lm_toolkit.models import frozen_copy, load_policy, policy_tokenizer
+from lm_toolkit.models import frozen_copy, load_policy
 from lm_toolkit.optimization import anneal, fused_adamw, optimizer_step
 from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, Turn, evaluator, play_round
 from lm_toolkit.runs import Run, due, setup
 from lm_toolkit.sampling import TokenScores
-from lm_toolkit.tasks import Lengths, task_lengths, vector_env_for_split
+from lm_toolkit.tasks import Lengths, task_setup
 from lm_toolkit.training_stats import Stats
 
 
@@ -240,13 +239,12 @@ def set_up(args: Args, algorithm: str) -> Setup:
         raise ValueError(
             f"--num-minibatches ({args.num_minibatches}) must be at most the episodes per process ({num_envs})"
         )
-    train_env = vector_env_for_split(args.env_id, env_kwargs, "train", num_envs)
-    eval_env = vector_env_for_split(args.env_id, env_kwargs, "validation", args.eval_batch_size)
-    task = task_env(train_env)  # what the task's attributes are read from (a served task: its client)
-    lengths = task_lengths(args.env_id, min_new_tokens=args.min_new_tokens, env=task)
-
     source = run.source(args.init_from or args.model_name)
-    tokenizer = policy_tokenizer(task, source)
+    played = task_setup(
+        args.env_id, env_kwargs, {"train": num_envs, "validation": args.eval_batch_size}, source, args.min_new_tokens
+    )
+    train_env, eval_env, tokenizer = played.envs["train"], played.envs["validation"], played.tokenizer
+    lengths = Lengths.of(played.token_settings)
     policy = (
         load_policy(source, model_config, tokenizer, args.seed).to(device).eval()
     )  # dropout off: rollout and update log-probs agree

@@ -53,9 +53,10 @@ from dataclasses import dataclass
 import gymnasium
 import tyro
 
+from lm_gym.core.task_setup import policy_tokenizer
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OfflineArgs, Rule, check_args, integer, optional, within
-from lm_toolkit.models import check_positions, load_policy, policy_tokenizer
+from lm_toolkit.models import check_positions, load_policy
 from lm_toolkit.offline import load_offline_dataset
 from lm_toolkit.optimization import adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.rollouts import TextPolicy, evaluator

@@ -26,8 +26,8 @@ score), the same ones of ``initial_eval`` prefixed ``initial/``, each one's chan
 initial evaluation to the final one prefixed ``gain/`` (per seed, so its interval says whether
 training moved the metric: a learning demonstration's "the CI over seeds excludes 0"), and ``wall_time_s``,
 ``tokens_per_s``, ``episodes_per_s``, ``peak_memory_mb``. A run on several tasks
-(``lm_gym/Mixture-v0``; its result's ``tasks`` field) adds each task's metrics, named
-``<task id>/<metric>`` (and ``initial/<task id>/<metric>``, ``gain/<task id>/<metric>``). A metric
+(``lm_gym/Mixture-v0``; its result's ``tasks`` field) adds each task's metrics under the same names,
+in its group's ``tasks``. A metric
 some seeds lack (e.g. a run without evaluation) is computed over the seeds that have it, and says
 how many. With one seed there is nothing to resample: the interval is the point itself.
 
@@ -43,7 +43,8 @@ and ``<out>/report.json`` (``--out`` defaults to ``RUNS_DIR``)::
      "tasks": {env_id: {algorithm: {
          "seeds": [int, ...],                             # sorted
          "runs": [str, ...],                              # the result.json files, in seed order
-         "metrics": {name: {"mean": float, "iqm": float, "ci": [low, high], "num_seeds": int}}}}}}
+         "metrics": {name: {"mean": float, "iqm": float, "ci": [low, high], "num_seeds": int}},
+         "tasks": {task id: {name: {...}}}}}}}             # a run on several tasks only
 
 Exit status: 0 written, 1 no valid result under ``RUNS_DIR``, 2 a usage error (a missing
 folder, an unknown ``--metrics`` name, a duplicated seed).
@@ -55,7 +56,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -99,22 +100,32 @@ def collect_results(runs_dir: str | Path) -> tuple[list[Run], list[dict[str, str
     return runs, skipped
 
 
-def metric_values(result: dict[str, Any]) -> dict[str, float]:
-    """The scores of one run under their report names (a run without evaluation has none of those)."""
+def scores(final: Mapping[str, Any] | None, initial: Mapping[str, Any] | None) -> dict[str, float]:
+    """The report names and values of one evaluation's summaries: ``final``'s metrics, ``initial``'s
+    prefixed ``initial/``, and where both have one its change prefixed ``gain/`` (none without evaluation)."""
     values: dict[str, float] = {}
-    for prefix, evaluation in (("", result["final_eval"]), (INITIAL_PREFIX, result["initial_eval"])):
-        for name, value in (evaluation or {}).items():
+    for prefix, summary in (("", final), (INITIAL_PREFIX, initial)):
+        for name, value in (summary or {}).items():
             if name != "num_episodes":  # a setting of the evaluation, not a score
                 values[prefix + name] = float(value)
-    for task, evaluations in (result.get("tasks") or {}).items():  # a run on several tasks: each task's
-        for prefix, key in (("", "final_eval"), (INITIAL_PREFIX, "initial_eval")):
-            for name, value in (evaluations[key] or {}).items():
-                if name != "num_episodes":
-                    values[f"{prefix}{task}/{name}"] = float(value)
     for name in [name for name in values if INITIAL_PREFIX + name in values]:
         values[GAIN_PREFIX + name] = values[name] - values[INITIAL_PREFIX + name]
+    return values
+
+
+def metric_values(result: dict[str, Any]) -> dict[str, float]:
+    """The scores of one run (:func:`scores` of its evaluations) and its performance fields."""
+    values = scores(result["final_eval"], result["initial_eval"])
     values.update({field: float(result[field]) for field in PERFORMANCE_FIELDS})
     return values
+
+
+def task_metric_values(result: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Each task's scores in a run on several tasks (its result's ``tasks``; ``{}`` for a run on one task)."""
+    return {
+        task: scores(pair.get("final_eval"), pair.get("initial_eval"))
+        for task, pair in (result.get("tasks") or {}).items()
+    }
 
 
 def summarize_metric(values: Sequence[float], confidence: float, reps: int, seed: int) -> dict[str, Any]:
@@ -127,6 +138,17 @@ def summarize_metric(values: Sequence[float], confidence: float, reps: int, seed
         "ci": estimate["ci"] or [estimate["value"]] * 2,
         "num_seeds": len(values),
     }
+
+
+def summarize_runs(
+    per_run: Sequence[dict[str, float]], confidence: float, reps: int, seed: int
+) -> dict[str, dict[str, Any]]:
+    """Each metric's :func:`summarize_metric` over the runs' values (one some runs lack: over those with it)."""
+    per_metric: dict[str, list[float]] = {}
+    for values in per_run:
+        for name, value in values.items():
+            per_metric.setdefault(name, []).append(value)
+    return {name: summarize_metric(per_metric[name], confidence, reps, seed) for name in _metric_order(per_metric)}
 
 
 def summarize(runs: Sequence[Run], confidence: float = 0.95, reps: int = 2000, seed: int = 0) -> dict[str, Any]:
@@ -149,18 +171,21 @@ def summarize(runs: Sequence[Run], confidence: float = 0.95, reps: int = 2000, s
         tasks[env_id] = {}
         for algorithm in sorted(groups[env_id]):
             by_seed = dict(sorted(groups[env_id][algorithm].items()))
-            per_metric: dict[str, list[float]] = {}
-            for run in by_seed.values():
-                for name, value in metric_values(run.result).items():
-                    per_metric.setdefault(name, []).append(value)
-            tasks[env_id][algorithm] = {
+            runs_of_group = list(by_seed.values())
+            bootstrap = {"confidence": confidence, "reps": reps, "seed": seed}
+            group = {
                 "seeds": list(by_seed),
-                "runs": [run.path for run in by_seed.values()],
-                "metrics": {
-                    name: summarize_metric(per_metric[name], confidence, reps, seed)
-                    for name in _metric_order(per_metric)
-                },
+                "runs": [run.path for run in runs_of_group],
+                "metrics": summarize_runs([metric_values(run.result) for run in runs_of_group], **bootstrap),
             }
+            per_task = [task_metric_values(run.result) for run in runs_of_group]
+            task_names = sorted({task for values in per_task for task in values})
+            if task_names:
+                group["tasks"] = {
+                    task: summarize_runs([values[task] for values in per_task if task in values], **bootstrap)
+                    for task in task_names
+                }
+            tasks[env_id][algorithm] = group
     return tasks
 
 
@@ -217,38 +242,24 @@ def to_markdown(report: dict[str, Any], metrics: Sequence[str] | None = None) ->
 def _task_table(env_id: str, algorithms: dict[str, Any]) -> list[str]:
     """The lines of the per-task table of a run on several tasks (none for a run on one task): a row per
     algorithm and task, its ``mean_return``, initial ``mean_return``, gain and its other episode metrics."""
-    tasks = sorted(
-        {
-            name.rpartition("/")[0]
-            for group in algorithms.values()
-            for name in group["metrics"]
-            if _is_final(name) and name.endswith("/mean_return")
-        }
-    )
+    tasks = sorted({task for group in algorithms.values() for task in group.get("tasks", {})})
     if not tasks:
         return []
     columns = ["mean_return", INITIAL_PREFIX + "mean_return", GAIN_PREFIX + "mean_return"]
     rows = []
     for algorithm, group in algorithms.items():
-        seeds, metrics = len(group["seeds"]), group["metrics"]
+        seeds = len(group["seeds"])
         for task in tasks:
-            cells = [_cell(metrics.get(_task_metric(name, task)), seeds) for name in columns]
+            metrics = group.get("tasks", {}).get(task, {})
+            cells = [_cell(metrics.get(name), seeds) for name in columns]
             others = [
-                f"{name} {_cell(metrics[f'{task}/{name}'], seeds)}"
-                for name in _metric_order(n.removeprefix(task + "/") for n in metrics if n.startswith(task + "/"))
+                f"{name} {_cell(metrics[name], seeds)}"
+                for name in _metric_order(metrics)
                 if name.startswith("mean_") and name != "mean_return"
             ]
             rows.append([algorithm, task, str(seeds), *cells, "; ".join(others) or "-"])
     headers = ["algorithm", "task", "seeds", *columns, "episode metrics"]
     return ["", f"### {env_id}: each task", "", *stats.markdown_table(headers, rows)]
-
-
-def _task_metric(name: str, task: str) -> str:
-    """Report name ``name`` (maybe ``initial/`` or ``gain/``) of task ``task``: ``initial/<task>/mean_return``."""
-    for prefix in (INITIAL_PREFIX, GAIN_PREFIX):
-        if name.startswith(prefix):
-            return f"{prefix}{task}/{name.removeprefix(prefix)}"
-    return f"{task}/{name}"
 
 
 def _cell(summary: dict[str, Any] | None, group_seeds: int) -> str:

@@ -1,4 +1,5 @@
-"""The policy and its tokenizer: a hub model, a local checkpoint (an sft.py run), or a small random one."""
+"""The policy: a hub model, a local checkpoint (an sft.py run), or a small random one (its tokenizer:
+``lm_gym.core.task_setup.policy_tokenizer``)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,6 @@ from typing import Any
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
-
-from lm_gym.core.registration import resolve_tokenizer
-
-
-def policy_tokenizer(task, source: str | None):
-    """``source``'s tokenizer, or (``None``) the BPE tokenizer lm-gym trains offline on the task's text;
-    with a pad token."""
-    tokenizer = resolve_tokenizer(task, source)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
 
 
 def fuse_activation(config) -> None:

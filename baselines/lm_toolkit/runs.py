@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 from tqdm.auto import tqdm
+from transformers import set_seed
 
 from lm_gym.results import make_result, write_result
 from lm_gym.results.evaluation import Evaluation
@@ -36,12 +37,6 @@ from lm_toolkit import distributed
 from lm_toolkit.rollouts import mean_metrics
 
 TRAINER_STATE = "trainer_state.pt"
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 def rng_state() -> dict[str, Any]:
@@ -75,7 +70,7 @@ def setup(args) -> tuple[torch.device, contextlib.AbstractContextManager]:
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
     device = distributed.join(args.device)
-    seed_everything(distributed.process_seed(args.seed))
+    set_seed(distributed.process_seed(args.seed))  # Python's, NumPy's and torch's RNGs
     if args.bf16 and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise ValueError(f"--bf16: device {device} does not support bfloat16")
     return device, torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=args.bf16)

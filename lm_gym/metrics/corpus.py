@@ -18,11 +18,10 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
-from lm_gym.core.errors import ConfigurationError, safe_repr
+from lm_gym.core.errors import ConfigurationError
 from lm_gym.core.ranges import Range
+from lm_gym.core.task_setup import task_env
 from lm_gym.core.text_env import SingleTurnTextEnv, TextEnv, episode_texts
-from lm_gym.core.token_level import TokenLevel
-from lm_gym.core.vector import NativeVectorEnv
 from lm_gym.metrics.diversity import diversity
 from lm_gym.metrics.perplexity import perplexity
 
@@ -100,23 +99,3 @@ def perplexity_metrics(episodes: Sequence[dict[str, Any]], language_model: Any) 
             scores = perplexity(list(texts), model, tokenizer, prefixes=list(prefixes))
             results[f"perplexity_{label}"] = scores["perplexity"]
     return results
-
-
-def task_env(env: Any) -> Any:
-    """What answers for ``env``'s task: the utterance-level :class:`~lm_gym.core.text_env.TextEnv` of an
-    lm-gym env (itself, the env under Gymnasium's wrappers, a token-level env's inner env, or a native
-    vector env's first copy); an env that serves its task itself, i.e. has its own
-    ``corpus_metrics(episodes, language_model=None, task=None)`` method (a served task's client,
-    ``lm_gym/Remote-v0``, whose server answers ``token_level_defaults``, ``tokenizer_corpus()`` and the
-    corpus metrics), is that env. Anything else: :class:`~lm_gym.core.errors.ConfigurationError`."""
-    task = getattr(env, "unwrapped", env)
-    if isinstance(task, NativeVectorEnv):
-        task = task.envs[0]
-    if isinstance(task, TokenLevel):
-        task = getattr(task.env, "unwrapped", task.env)
-    if not isinstance(task, TextEnv) and not callable(getattr(task, "corpus_metrics", None)):
-        raise ConfigurationError(
-            f"env must be an lm-gym env (a TextEnv, or made from one) or a served task's client, "
-            f"got {type(env).__name__}: {safe_repr(env)}"
-        )
-    return task

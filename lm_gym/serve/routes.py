@@ -31,6 +31,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lm_gym.core.errors import LMGymError
 from lm_gym.core.registration import task_class
+from lm_gym.core.task_setup import task_env
 from lm_gym.core.text_env import SingleTurnTextEnv
 from lm_gym.core.tokenizer import training_texts
 from lm_gym.serve.errors import WireError, to_wire
@@ -52,8 +53,6 @@ class TaskRoutes:
     """The routes' answers for one server process's task (``service``: its ``TaskService``)."""
 
     def __init__(self, service: Any):
-        from lm_gym.metrics.corpus import task_env
-
         self.service = service
         self.text_env = task_env(service.prototype)
         self._corpus: dict[str, Any] | None = None

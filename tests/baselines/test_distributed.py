@@ -12,9 +12,10 @@ import torch
 from conftest import BASELINES
 from safetensors.torch import load_file
 
+from lm_gym.core.task_setup import policy_tokenizer
 from lm_gym.results import load_result
 from lm_toolkit import distributed
-from lm_toolkit.models import load_policy, policy_tokenizer
+from lm_toolkit.models import load_policy
 from lm_toolkit.rollouts import TextPolicy, episode_uniforms
 from lm_toolkit.tasks import task_lengths
 

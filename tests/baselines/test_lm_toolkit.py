@@ -18,6 +18,7 @@ from transformers import (
     LlamaForCausalLM,
     T5Config,
     T5ForConditionalGeneration,
+    set_seed,
 )
 
 from lm_gym.results.evaluation import Evaluation
@@ -349,7 +350,7 @@ def test_a_checkpoint_restores_the_run_and_its_random_numbers(tmp_path):
     reference_file = tmp_path / "checkpoint" / "reference" / "model.safetensors"
     assert (tmp_path / "checkpoint" / "reference" / "tokenizer.json").is_file()  # a sub-model loads on its own
     inode = reference_file.stat().st_ino
-    runs.seed_everything(5)
+    set_seed(5)
     run.save(
         model, Saved(), {"coefficient": 0.5}, models={"reference": model}, frozen=["reference"]
     )  # linked, not rewritten

@@ -105,9 +105,9 @@ def test_ppo_on_a_served_mixture_one_server_per_split_evaluates_each_task_as_loc
 
 
 def test_the_served_task_and_its_routes(start_server):
-    from lm_gym.metrics.corpus import task_env
+    from lm_gym.core.task_setup import task_env
     from lm_gym.serve.client import RemoteVectorEnv
-    from lm_toolkit.tasks import task_lengths, vector_env_for_split
+    from lm_toolkit.tasks import Lengths, task_lengths, task_setup, vector_env_for_split
 
     url, _, _ = start_server("lm_gym/IMDB-v0", env_kwargs=IMDB_KWARGS)
     task = json.load(urllib.request.urlopen(f"{url}/lm-gym/task", timeout=10))
@@ -118,10 +118,13 @@ def test_the_served_task_and_its_routes(start_server):
 
     venv = vector_env_for_split("lm_gym/Remote-v0", {"url": url}, "train", 2)
     assert isinstance(venv, RemoteVectorEnv) and task_env(venv) is venv and venv.split == "train"
-    assert task_lengths("lm_gym/Remote-v0", env=task_env(venv)) == task_lengths("lm_gym/IMDB-v0")
-    with pytest.raises(ValueError, match="pass env="):
-        task_lengths("lm_gym/Remote-v0")
     venv.close()
+    played = task_setup("lm_gym/Remote-v0", {"url": url}, {"train": 1})
+    assert isinstance(played.envs["train"], RemoteVectorEnv) and played.task is played.envs["train"]
+    assert Lengths.of(played.token_settings) == task_lengths("lm_gym/IMDB-v0")  # the server's defaults
+    played.task.close()
+    with pytest.raises(ValueError, match="come from its server: use task_setup"):
+        task_lengths("lm_gym/Remote-v0")
 
     # the split: a plain url serves one; another is refused, naming both and the way out
     with pytest.raises(ConfigurationError, match=r"'validation'.*serves the split 'train'.*url=\{'train'"):
@@ -183,8 +186,7 @@ def test_corpus_metrics_of_a_served_single_turn_task_are_the_local_ones(start_se
 def test_the_tokenizer_trained_on_the_served_corpus_is_the_local_one(start_server, monkeypatch, tmp_path):
     """The same BPE tokenizer, trained apart (two caches), also when the corpus is strided."""
     import lm_gym.core.tokenizer
-    from lm_gym.metrics.corpus import task_env
-    from lm_toolkit.models import policy_tokenizer
+    from lm_gym.core.task_setup import policy_tokenizer, task_env
     from lm_toolkit.tasks import vector_env_for_split
 
     monkeypatch.setattr(lm_gym.core.tokenizer, "MAX_TRAINING_CHARS", 20_000)  # the corpus is strided

@@ -72,9 +72,11 @@ def test_report_shows_a_row_per_task(tmp_path):
         write_result(tmp_path / f"seed{seed}", result)
     runs, skipped = report.collect_results(tmp_path)
     summary = report.summarize(runs, reps=50)
-    metrics = summary["lm_gym/Mixture-v0"]["ppo"]["metrics"]
-    assert metrics["lm_gym/IMDB-v0/mean_return"]["mean"] == pytest.approx(0.65)
-    assert metrics["gain/lm_gym/Wordle-v0/mean_return"]["mean"] == pytest.approx(1.0)
+    group = summary["lm_gym/Mixture-v0"]["ppo"]
+    assert group["metrics"]["mean_return"]["mean"] == pytest.approx(-2.2)
+    assert not any("/" in name.removeprefix("initial/").removeprefix("gain/") for name in group["metrics"])
+    assert group["tasks"]["lm_gym/IMDB-v0"]["mean_return"]["mean"] == pytest.approx(0.65)
+    assert group["tasks"]["lm_gym/Wordle-v0"]["gain/mean_return"]["mean"] == pytest.approx(1.0)
     markdown = report.to_markdown({"runs_dir": "x", "confidence": 0.95, "reps": 50, "seed": 0, "skipped": skipped,
                                    "tasks": summary})  # fmt: skip
     assert "### lm_gym/Mixture-v0: each task" in markdown
