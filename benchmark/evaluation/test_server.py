@@ -129,7 +129,9 @@ def sampling_settings(body: dict[str, Any]) -> SamplingSettings:
             raise BadRequest(f"{name} must be a number in [{low}, {high}], got {value!r}")
         return float(value)
 
-    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 16
+    max_tokens = next(
+        (body[name] for name in ("max_completion_tokens", "max_tokens") if body.get(name) is not None), 16
+    )
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise BadRequest(f"max_tokens must be a positive integer, got {max_tokens!r}")
     seed = body.get("seed")
