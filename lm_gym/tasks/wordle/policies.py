@@ -122,8 +122,27 @@ class InfoGainPolicy(WordlePolicy):
         return result
 
 
-class StartWordPolicy(WordlePolicy):
+class DelegatingPolicy(WordlePolicy):
+    """A policy that plays some boards itself and hands the others to ``delegate``.
+
+    It plays ``delegate``'s vocabulary and is named ``<kind>+<delegate's name>``.
+    """
+
+    kind = "delegating"
+
+    def __init__(self, delegate: WordlePolicy, seed: int | None = None):
+        super().__init__(delegate.vocabulary, seed)
+        self.delegate = delegate
+        self.name = f"{self.kind}+{delegate.name}"
+
+    def children(self) -> tuple[WordlePolicy, ...]:
+        return (self.delegate,)
+
+
+class StartWordPolicy(DelegatingPolicy):
     """On the empty board a word drawn uniformly from ``start_words``, then ``then``."""
+
+    kind = "start_word"
 
     def __init__(self, start_words: str | Sequence[str], then: WordlePolicy, seed: int | None = None):
         start_words = [start_words] if isinstance(start_words, str) else list(start_words)
@@ -131,16 +150,12 @@ class StartWordPolicy(WordlePolicy):
             raise ConfigurationError(
                 f"start_words must be five-letter lower-case a-z words, got {safe_repr(start_words)}"
             )
-        super().__init__(then.vocabulary, seed)
-        self.start_words, self.then = start_words, then
-        self.name = f"start_word+{then.name}"
-
-    def children(self) -> tuple[WordlePolicy, ...]:
-        return (self.then,)
+        super().__init__(then, seed)
+        self.start_words = start_words
 
     def __call__(self, observation: str) -> str:
         if observation.splitlines()[1:]:
-            return self.then(observation)
+            return self.delegate(observation)
         return self.start_words[int(self.rng.integers(len(self.start_words)))]
 
 
@@ -183,21 +198,19 @@ class WrongWordPolicy(WordlePolicy):
         return self.random_guess()
 
 
-class RepeatPolicy(WordlePolicy):
+class RepeatPolicy(DelegatingPolicy):
     """``first`` on the empty board, then one of the first ``first_n`` guesses (all if ``None``) again."""
 
-    def __init__(self, first: WordlePolicy, first_n: int | None = None, seed: int | None = None):
-        super().__init__(first.vocabulary, seed)
-        self.first, self.first_n = first, first_n
-        self.name = f"repeat+{first.name}"
+    kind = "repeat"
 
-    def children(self) -> tuple[WordlePolicy, ...]:
-        return (self.first,)
+    def __init__(self, first: WordlePolicy, first_n: int | None = None, seed: int | None = None):
+        super().__init__(first, seed)
+        self.first_n = first_n
 
     def __call__(self, observation: str) -> str:
         earlier = [line.rsplit(" ", 1)[0] for line in observation.splitlines()[1:]][: self.first_n]
         if not earlier:
-            return self.first(observation)
+            return self.delegate(observation)
         return earlier[int(self.rng.integers(len(earlier)))]
 
 
