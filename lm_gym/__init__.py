@@ -9,6 +9,7 @@ Importing the package registers every environment::
 """
 
 from lm_gym.core import forking  # noqa: F401  (torch works in forked workers, e.g. AsyncVectorEnv's)
+from lm_gym.core.chat import ChatBatch, ChatTranscript, chat_prompt
 from lm_gym.core.registration import load_task_plugins, register, registered_tasks, task_class
 
 __version__ = "0.1.0"
@@ -26,4 +27,4 @@ register("lm_gym/Mixture-v0", "lm_gym.tasks.mixture:MixtureEnv")
 
 load_task_plugins()  # after the built-in tasks: a plugin may build on them
 
-__all__ = ["register", "registered_tasks", "task_class"]
+__all__ = ["ChatBatch", "ChatTranscript", "chat_prompt", "register", "registered_tasks", "task_class"]

@@ -41,12 +41,22 @@ for one-step tasks over a list of :class:`Sample`. Corpus-level metrics of a who
 (BLEU, CIDEr, ...) come from the task hook :meth:`TextEnv.task_corpus_metrics`; the metrics
 package, above the core, adds diversity and perplexity to them: ``corpus_metrics(env, final_infos)``.
 ``lm_gym.testing.check_text_env(env)`` checks a task against the whole env contract.
+
+Chat hooks
+----------
+``lm_gym.core.chat`` plays any task as a chat with an instruct model. It reads two hooks of the
+task: :meth:`TextEnv.chat_system_message` (the rules: the class attribute
+:attr:`TextEnv.chat_instructions`, by default the "Description" section of the class's
+docstring, :meth:`TextEnv.default_chat_instructions`) and :meth:`TextEnv.chat_user_message`
+(what the env answers a reply: by default the text the new observation adds to the previous one).
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
@@ -164,6 +174,9 @@ class TextEnv(gymnasium.Env[str, str]):
     offline_kwargs: ClassVar[dict[str, Any]] = {}
     #: The keys ``reset(options=...)`` accepts.
     reset_options: ClassVar[tuple[str, ...]] = ()
+    #: The task's rules as the system message of a chat of the task (``lm_gym.core.chat``); ``None``: the
+    #: "Description" section of the class's docstring (:meth:`default_chat_instructions`); ``""``: no system message.
+    chat_instructions: ClassVar[str | None] = None
 
     reward_fn: BatchedReward | None = None
 
@@ -252,6 +265,51 @@ class TextEnv(gymnasium.Env[str, str]):
         metrics every single-turn task shares (diversity, perplexity) to these.
         """
         return {}
+
+    @classmethod
+    def default_chat_instructions(cls) -> str | None:
+        """The rules a chat of the task gets while :attr:`chat_instructions` is ``None``:
+        :func:`docstring_instructions` of the class's docstring, or of its nearest base class's that
+        has one, up to the task classes of ``lm_gym.core`` (whose docstrings tell how to write a
+        task, not how to play it); ``None`` when none has one."""
+        for klass in cls.__mro__:
+            if klass in (TextEnv, SingleTurnTextEnv):
+                break
+            if issubclass(klass, TextEnv) and (instructions := docstring_instructions(vars(klass).get("__doc__"))):
+                return instructions
+        return None
+
+    def chat_system_message(self) -> str | None:
+        """The system message of a chat of the current episode (``lm_gym.core.chat``): the task's rules,
+        :attr:`chat_instructions` when it is set, else :meth:`default_chat_instructions`; ``None``
+        when the chat has no system message. An env whose episodes play different tasks overrides it:
+        ``lm_gym/Mixture-v0`` gives its current episode's task's."""
+        if self.chat_instructions is not None:
+            return self.chat_instructions or None
+        return self.default_chat_instructions()
+
+    def chat_user_message(self, previous_observation: str, utterance: str, observation: str) -> str:
+        """The user message of a chat that answers a reply (``lm_gym.core.chat``): what the env says
+        back to ``utterance`` (the reply as the task saw it, :meth:`parse_action`), from the
+        observation before the step and the step's ``observation``. Asked only after a step that does
+        not end the episode.
+
+        By default, since an lm-gym observation is the transcript so far: the text ``observation`` adds
+        after ``previous_observation``, stripped, without the echo of the utterance at its start (an
+        echo counts when it matches without regard to case, as Wordle lower-cases a guess, and is
+        followed by whitespace or the end): Wordle's ``"...\\ncrane gyyby"`` after ``"crane"`` gives
+        ``"gyyby"``. When ``observation`` does not extend ``previous_observation`` (a transcript
+        cut from the left to the observation space, a task that shows only its latest state), the
+        whole ``observation``. A task whose observations read otherwise overrides it.
+        """
+        if not observation.startswith(previous_observation):
+            return observation
+        added = observation[len(previous_observation) :].lstrip()
+        echo = utterance.strip()
+        after_echo = added[len(echo) : len(echo) + 1]
+        if echo and added[: len(echo)].lower() == echo.lower() and (not after_echo or after_echo.isspace()):
+            added = added[len(echo) :]
+        return added.strip()
 
     def episode_index(self, options: dict[str, Any], count: int) -> int:
         """Which of ``count`` items (samples, images) the episode plays: ``options["index"]``, checked,
@@ -459,3 +517,91 @@ def play_policy(
             pairs.append((observation, action))
             observation, _, terminated, truncated, _ = env.step(action)
     return pairs
+
+
+# a Markdown heading ("## Description") or the underline of a reStructuredText one
+_MARKDOWN_HEADING = re.compile(r"^#{1,6}\s+(?P<title>.+?)\s*#*\s*$")
+_RST_UNDERLINE = re.compile(r"^([-=~^\"'`#*+])\1{2,}\s*$")
+# a paragraph that is a list, a table, a quote, a code block or a directive, not prose
+_NOT_PROSE = re.compile(r"^(\s|[*+-]\s|\d+[.)]\s|\||>|```|\.\. )")
+_RST_ROLE = re.compile(r":[A-Za-z][\w:.+-]*:`(?P<text>[^`]+)`")
+_INLINE_LITERAL = re.compile(r"``(?P<text>.+?)``")
+_BACKTICKS = re.compile(r"`(?P<text>[^`]+)`_{0,2}")
+_MARKDOWN_LINK = re.compile(r"\[(?P<text>[^\]]+)\]\([^)]*\)")
+_STRONG = re.compile(r"\*\*(?P<text>\S(?:.*?\S)?)\*\*")
+_EMPHASIS = re.compile(r"(?<![\w*])\*(?P<text>\S(?:.*?\S)?)\*(?![\w*])")
+_LINK_TARGET = re.compile(r"\s*<[^<>]*>$")  # "title <target>" of a reStructuredText reference
+
+
+def docstring_instructions(docstring: str | None) -> str | None:
+    """A task's rules as plain text, read from a class docstring written as lm-gym's tasks write theirs
+    (Gymnasium's sections, Markdown ``## Description`` or a reStructuredText underlined heading): the
+    prose paragraphs that open its "Description" section, up to the first list, table, code block or
+    quote, or paragraph that introduces one (ending with ``:``); without such a section, the
+    docstring's first paragraph. Each paragraph on one line, paragraphs separated by a blank line,
+    inline markup removed: literals and roles keep their text (a role's ``~pkg.name`` its last
+    name), links their title, bold and emphasis their words. ``None`` when there is no such text."""
+    if not docstring or not docstring.strip():
+        return None
+    lines = inspect.cleandoc(docstring).splitlines()
+    section = _section(lines, "description")
+    paragraphs: list[str] = []
+    for paragraph in _paragraphs(lines if section is None else section):
+        if _NOT_PROSE.match(paragraph[0]) or paragraph[-1].rstrip().endswith(":"):
+            break
+        paragraphs.append(_plain_text(" ".join(paragraph)))
+        if section is None:  # a docstring without sections: its summary alone
+            break
+    return "\n\n".join(paragraphs) or None
+
+
+def _heading(lines: list[str], index: int) -> str | None:
+    """The title of the heading at ``lines[index]`` (Markdown, or a line over a reStructuredText
+    underline), or ``None``."""
+    if match := _MARKDOWN_HEADING.match(lines[index]):
+        return match["title"]
+    if lines[index].strip() and index + 1 < len(lines) and _RST_UNDERLINE.match(lines[index + 1]):
+        return lines[index].strip()
+    return None
+
+
+def _section(lines: list[str], title: str) -> list[str] | None:
+    """The lines of the docstring section headed ``title`` (in any case), up to the next heading;
+    ``None`` if there is none."""
+    start = next((i for i in range(len(lines)) if (_heading(lines, i) or "").lower() == title), None)
+    if start is None:
+        return None
+    start += 1 if _MARKDOWN_HEADING.match(lines[start]) else 2
+    end = next((i for i in range(start, len(lines)) if _heading(lines, i) is not None), len(lines))
+    return lines[start:end]
+
+
+def _paragraphs(lines: list[str]) -> list[list[str]]:
+    """``lines`` in runs of non-blank lines."""
+    paragraphs: list[list[str]] = [[]]
+    for line in lines:
+        if line.strip():
+            paragraphs[-1].append(line)
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return [paragraph for paragraph in paragraphs if paragraph]
+
+
+def _plain_text(text: str) -> str:
+    """``text`` without reStructuredText and Markdown inline markup, its whitespace runs made single spaces."""
+    # inline literals are kept verbatim: a "*" inside one is code, not emphasis
+    pieces = _INLINE_LITERAL.split(text)
+    for index in range(0, len(pieces), 2):
+        piece = _RST_ROLE.sub(lambda match: _reference_text(match["text"]), pieces[index])
+        piece = _BACKTICKS.sub(lambda match: _reference_text(match["text"]), piece)
+        piece = _MARKDOWN_LINK.sub(r"\g<text>", piece)
+        pieces[index] = _EMPHASIS.sub(r"\g<text>", _STRONG.sub(r"\g<text>", piece))
+    return " ".join("".join(pieces).split())
+
+
+def _reference_text(text: str) -> str:
+    """What a reader sees of a reStructuredText reference: ``title <target>`` -> ``title``,
+    ``~pkg.name`` -> ``name``."""
+    if _LINK_TARGET.search(text):
+        return _LINK_TARGET.sub("", text)
+    return text[1:].rsplit(".", 1)[-1] if text.startswith("~") else text

@@ -357,6 +357,19 @@ class MixtureEnv(TextEnv):
         return dict(self._protocols[task])
 
     # ---- optional hooks ------------------------------------------------------------------
+    def chat_system_message(self) -> str | None:
+        """The current episode's task's chat system message (its own ``chat_system_message()``), unless
+        ``chat_instructions`` is set on the mixture; before the first reset, the mixture's own."""
+        if self._env is None or self.chat_instructions is not None:
+            return super().chat_system_message()
+        return self._env.chat_system_message()
+
+    def chat_user_message(self, previous_observation: str, utterance: str, observation: str) -> str:
+        """The current episode's task's chat user message for the step (its own ``chat_user_message``)."""
+        if self._env is None:
+            return super().chat_user_message(previous_observation, utterance, observation)
+        return self._env.chat_user_message(previous_observation, utterance, observation)
+
     def demonstrations(self) -> list[tuple[str, str]]:
         """Every task's demonstrations that it has (tasks without any are left out)."""
         pairs: list[tuple[str, str]] = []
