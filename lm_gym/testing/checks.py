@@ -43,29 +43,21 @@ def check_text_env(
     Raises:
         AssertionError: what broke the contract.
     """
-    if level_and_kind(env) == ("token", "scalar"):
-        check_token_env(env, num_steps=num_steps, seed=seed, make_env=make_env, seed_sensitive=seed_sensitive, sb3=sb3)
-        return
-    expect_kind(env, "utterance", "scalar", "check_text_env")
-    _run_checks(env, UTTERANCE_STEPS if num_steps is None else num_steps, seed, make_env, seed_sensitive)
+    level = "token" if level_and_kind(env) == ("token", "scalar") else "utterance"
+    expect_kind(env, level, "scalar", "check_text_env")
+    default_steps = TOKEN_STEPS if level == "token" else UTTERANCE_STEPS
+    _run_checks(env, default_steps if num_steps is None else num_steps, seed, make_env, seed_sensitive, sb3)
 
 
-def check_token_env(
-    env: gymnasium.Env,
-    *,
-    num_steps: int | None = None,
-    seed: int = 0,
-    make_env: Callable[[], gymnasium.Env] | None = None,
-    seed_sensitive: bool = True,
-    sb3: bool | None = None,
-) -> None:
+def check_token_env(env: gymnasium.Env, **options: Any) -> None:
     """Check a token-level env (:class:`~lm_gym.core.token_level.TokenLevel` of a
-    :class:`~lm_gym.core.text_env.TextEnv`) against the contract; ``num_steps`` defaults to 2,000
-    token steps. The arguments are :func:`check_text_env`'s; ``sb3=True`` fails without
+    :class:`~lm_gym.core.text_env.TextEnv`) against the contract: :func:`check_text_env` with its
+    keyword ``options`` (``num_steps``, ``seed``, ``make_env``, ``seed_sensitive``, ``sb3``), for a
+    token-level env only; ``num_steps`` defaults to 2,000 token steps, ``sb3=True`` fails without
     stable-baselines3, ``sb3=False`` skips its checker.
     """
     expect_kind(env, "token", "scalar", "check_token_env")
-    _run_checks(env, TOKEN_STEPS if num_steps is None else num_steps, seed, make_env, seed_sensitive, sb3)
+    check_text_env(env, **options)
 
 
 def check_vector_env(
