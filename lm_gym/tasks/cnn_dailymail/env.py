@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -13,6 +12,7 @@ from lm_gym.core.text_env import Sample, SingleTurnTextEnv, episode_texts
 from lm_gym.core.validation import check_choice
 from lm_gym.rewards.reference import ReferenceReward
 from lm_gym.tasks.cnn_dailymail.data import load_articles
+from lm_gym.tasks.tokenizer_corpus import keyed_corpus
 
 PROMPT_PREFIX = "Summarize: "
 REWARDS = ("rouge1", "rouge2", "rougeL", "rougeLsum", "meteor")
@@ -143,8 +143,7 @@ class CNNDailyMailEnv(SingleTurnTextEnv):
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         train = load_articles(self.source, "train", self.data_dir)
         texts = [PROMPT_PREFIX + article for article, _, _ in train] + [highlights for _, highlights, _ in train]
-        digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-        return f"cnn_dailymail-{self.source}-{digest}", texts
+        return keyed_corpus(f"cnn_dailymail-{self.source}", texts)
 
     def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, Any]:
         from lm_gym import metrics

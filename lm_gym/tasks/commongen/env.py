@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from lm_gym.core.text_env import Sample, SingleTurnTextEnv, episode_texts
 from lm_gym.core.validation import check_choice, check_number
 from lm_gym.rewards.reference import ReferenceReward
 from lm_gym.tasks.commongen.data import load_concept_sets
+from lm_gym.tasks.tokenizer_corpus import keyed_corpus
 
 PROMPT_PREFIX = "generate a sentence with: "
 REWARDS = ("meteor", "rouge1", "rouge2", "rougeL", "cider")
@@ -204,8 +204,7 @@ class CommonGenEnv(SingleTurnTextEnv):
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         train = load_concept_sets(self.source, "train", self.data_dir)
         texts = [concept_prompt(concepts) for concepts, _ in train] + [scene for _, scenes in train for scene in scenes]
-        digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-        return f"commongen-{self.source}-{digest}", texts
+        return keyed_corpus(f"commongen-{self.source}", texts)
 
     def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, Any]:
         from lm_gym import metrics

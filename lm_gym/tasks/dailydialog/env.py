@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -13,6 +12,7 @@ from lm_gym.core.text_env import Sample, SingleTurnTextEnv, episode_texts
 from lm_gym.core.validation import check_int, check_number, resolve_device
 from lm_gym.rewards.intent import EOU, IntentMeteorReward, NgramActClassifier, TransformersActClassifier
 from lm_gym.tasks.dailydialog.data import ACTS, EMOTIONS, load_dialogues
+from lm_gym.tasks.tokenizer_corpus import keyed_corpus
 
 HUB_INTENT_CLASSIFIER = "rajkumarrrk/roberta-daily-dialog-intent-classifier"
 MAX_CONTEXT_SIZE = 64
@@ -199,8 +199,7 @@ class DailyDialogEnv(SingleTurnTextEnv):
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         train = load_dialogues(self.source, "train", self.data_dir).dialogues
         texts = [context_prompt(u for u, _, _ in dialogue) for dialogue in train]
-        digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-        return f"dailydialog-{self.source}-{digest}", texts
+        return keyed_corpus(f"dailydialog-{self.source}", texts)
 
     def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, Any]:
         from lm_gym import metrics

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -13,6 +12,7 @@ from lm_gym.core.text_env import Sample, SingleTurnTextEnv
 from lm_gym.core.validation import is_integer, resolve_device
 from lm_gym.rewards.sentiment import ClassifierSentimentReward, NgramSentimentReward
 from lm_gym.tasks.imdb.data import load_reviews
+from lm_gym.tasks.tokenizer_corpus import keyed_corpus
 
 HUB_CLASSIFIER = "lvwerra/distilbert-imdb"
 MAX_OBSERVATION_LENGTH = 16384
@@ -172,8 +172,7 @@ class IMDBEnv(SingleTurnTextEnv):
 
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         texts = [text for text, _ in load_reviews(self.source, "train", self.data_dir)]
-        digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-        return f"imdb-{self.source}-{digest}", texts
+        return keyed_corpus(f"imdb-{self.source}", texts)
 
     def _episode_metrics(self, sample: Sample, utterance: str, score: float | None) -> dict[str, Any]:
         return {"sentiment": float(score), "num_words": len(utterance.split())}

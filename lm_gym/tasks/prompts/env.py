@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from lm_gym.core.validation import check_choice, check_int
 from lm_gym.data.wordfreq_lists import wordfreq_list
 from lm_gym.rewards.completion import CompletionReward, import_callable
 from lm_gym.tasks.synthetic_splits import split_request
+from lm_gym.tasks.tokenizer_corpus import keyed_corpus
 
 MAX_OBSERVATION_LENGTH = 16384
 MAX_ACTION_LENGTH = 2048
@@ -232,4 +232,4 @@ class PromptsEnv(SingleTurnTextEnv):
         if self._prompts_argument is None:  # every word once: the same tokenizer for every split
             return f"prompts-synthetic-{NUM_WORDS}", [" ".join(word_list())]
         texts = resolve_prompts(self._prompts_argument, "train")  # every split uses the train split's tokenizer
-        return "prompts-" + hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16], texts
+        return keyed_corpus("prompts", texts)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,6 +18,7 @@ from lm_gym.rewards.upvotes import UpvotesModelReward, UpvotesRealReward
 from lm_gym.tasks.reddit import synthetic
 from lm_gym.tasks.reddit.comments import MAX_TEXT_LENGTH, Comment
 from lm_gym.tasks.reddit.data import all_comments, load_comments
+from lm_gym.tasks.tokenizer_corpus import keyed_corpus
 
 REWARDS = ("toxicity", "noised_toxicity", "upvotes_real", "upvotes_model")
 TOXICITY_REWARDS = ("toxicity", "noised_toxicity")
@@ -295,5 +295,4 @@ class RedditEnv(SingleTurnTextEnv):
     def tokenizer_corpus(self) -> tuple[str, Iterable[str]]:
         train = load_comments(self.source, "train", self.data_dir).comments
         texts = [text for comment in train for text in (comment.parent_text, comment.text)]
-        digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-        return f"reddit-{self.source}-{digest}", texts
+        return keyed_corpus(f"reddit-{self.source}", texts)

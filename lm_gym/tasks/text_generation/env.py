@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import hashlib
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from lm_gym.core.validation import check_int
 from lm_gym.rewards.completion import import_callable
 from lm_gym.tasks.text_generation.dataset import SampleSource, build_samples, check_reference_columns, load_table
 from lm_gym.tasks.text_generation.rewards import EXTRAS, METRICS, TEXT_METRICS, FunctionReward, MetricReward
+from lm_gym.tasks.tokenizer_corpus import keyed_corpus
 
 MAX_ACTION_LENGTH = 4096
 MAX_OBSERVATION_LENGTH = 2**17
@@ -227,7 +227,7 @@ class TextGenerationEnv(SingleTurnTextEnv):
         if self.split != "train" and has_train:
             samples = self._load_samples("train")
         texts = [sample.prompt for sample in samples] + [ref for sample in samples for ref in sample.references]
-        return "text_generation-" + hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16], texts
+        return keyed_corpus("text_generation", texts)
 
     def demonstrations(self) -> list[tuple[str, str]]:
         """Every ``(prompt, reference)`` pair of the split."""

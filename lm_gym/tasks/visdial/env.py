@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -17,6 +16,7 @@ from lm_gym.core.ranges import UNIT, Range, argument, sum_of_turns
 from lm_gym.core.text_env import Metas, ReferenceLists, RewardQuery, StepResult, TextEnv, Texts, play_policy
 from lm_gym.core.validation import check_choice, check_int, check_number, check_path
 from lm_gym.data.sources import SPLITS
+from lm_gym.tasks.tokenizer_corpus import keyed_corpus
 from lm_gym.tasks.visdial import synthetic
 from lm_gym.tasks.visdial.data import release_images
 from lm_gym.tasks.visdial.dialogue import (
@@ -419,8 +419,7 @@ class VisDialEnv(TextEnv):
             texts = [
                 dialogue_text(image.caption, _template_dialogue(image.content)) for image in synthetic.gallery("train")
             ]
-        digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-        return f"visdial-{self.source}-{digest}", texts
+        return keyed_corpus(f"visdial-{self.source}", texts)
 
 
 def _template_dialogue(scene: synthetic.Scene) -> Dialogue:
