@@ -60,6 +60,7 @@ from lm_gym.core.errors import ConfigurationError, safe_repr
 from lm_gym.core.text_env import play_actions
 from lm_gym.core.validation import check_int
 from lm_gym.offline import save_trajectories, trajectories_from_rows
+from lm_gym.tasks.offline_episodes import record_episode
 from lm_gym.tasks.visdial.dialogue import dialogue_text
 from lm_gym.tasks.visdial.env import VisDialEnv
 from lm_gym.tasks.visdial.policies import QUESTIONERS, MixtureQuestioner, Questioner
@@ -139,16 +140,7 @@ def human_dialogues(env_kwargs: Mapping[str, Any] | None = None):
 
 def play_dialogue(env: VisDialEnv, questioner: Questioner, image_index: int) -> dict[str, Any]:
     """One game of ``questioner`` about image ``image_index``, as a trajectory row with its metadata."""
-    observation, info = env.reset(options={"index": image_index})
-    row: dict[str, Any] = {"env_id": ENV_ID, "observations": [], "actions": [], "rewards": [], "dones": []}
-    terminated = False
-    while not terminated:
-        question = questioner(observation)
-        row["observations"].append(observation)
-        observation, reward, terminated, _, info = env.step(question)
-        row["actions"].append(question)
-        row["rewards"].append(reward)
-        row["dones"].append(terminated)
+    row, info = record_episode(env, ENV_ID, lambda observation, _: questioner(observation), {"index": image_index})
     metrics = info["metrics"]
     row.update(
         kind="scripted",

@@ -57,6 +57,7 @@ import numpy as np
 from lm_gym.core.errors import ConfigurationError, safe_repr
 from lm_gym.core.text_env import play_actions
 from lm_gym.offline import save_trajectories, trajectories_from_rows
+from lm_gym.tasks.offline_episodes import record_episode
 from lm_gym.tasks.wordle.env import WordleEnv
 from lm_gym.tasks.wordle.policies import (
     InfoGainPolicy,
@@ -113,17 +114,11 @@ class GenerationConfig:
 
 def play_game(env: WordleEnv, policy: WordlePolicy, answer: str, prefix: list[str] = ()) -> dict[str, Any]:
     """One game against ``answer``: the ``prefix`` guesses first, then ``policy``'s."""
-    observation, _ = env.reset(options={"answer": answer})
-    row: dict[str, Any] = {"env_id": ENV_ID, "observations": [], "actions": [], "rewards": [], "dones": []}
-    terminated = False
-    while not terminated:
-        turn = len(row["actions"])
-        action = prefix[turn] if turn < len(prefix) else policy(observation)
-        row["observations"].append(observation)
-        observation, reward, terminated, _, info = env.step(action)
-        row["actions"].append(action)
-        row["rewards"].append(reward)
-        row["dones"].append(terminated)
+
+    def choose(observation: str, turn: int) -> str:
+        return prefix[turn] if turn < len(prefix) else policy(observation)
+
+    row, info = record_episode(env, ENV_ID, choose, {"answer": answer})
     metrics = info["metrics"]
     row.update(answer=answer, policy=policy.name, solved=bool(metrics["solved"]), num_guesses=metrics["num_guesses"])
     return row
