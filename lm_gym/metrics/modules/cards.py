@@ -16,6 +16,12 @@ from typing import ClassVar
 import datasets
 import evaluate
 
+#: The ``Args:`` lines of ``predictions`` and ``references`` in :func:`reference_inputs`.
+_REFERENCE_ARGS = """\
+    predictions: list of str.
+    references: list of lists of str, one or more references per prediction.
+"""
+
 
 def reference_inputs(returns: str, options: str = "") -> str:
     """The inputs description of a module that scores predictions against references.
@@ -25,12 +31,6 @@ def reference_inputs(returns: str, options: str = "") -> str:
     ``options`` and ``returns`` are written unindented: each line is indented here.
     """
     return f"Args:\n{_REFERENCE_ARGS}{_indented(options)}Returns:\n{_indented(returns)}"
-
-
-_REFERENCE_ARGS = """\
-    predictions: list of str.
-    references: list of lists of str, one or more references per prediction.
-"""
 
 
 def _indented(lines: str) -> str:
