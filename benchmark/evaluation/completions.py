@@ -124,14 +124,16 @@ def retry_after_s(error: Exception) -> float:
 
 def describe_failure(error: Exception, timeout_s: float) -> str:
     """A failed attempt in a few words: the status and the server's message, or what happened to the connection."""
-    if isinstance(error, openai.APITimeoutError):
-        return f"no reply within {timeout_s:g} s"
     if isinstance(error, openai.APIStatusError):  # the server's own message where its body has one
         body = error.body if isinstance(error.body, dict) else {}
         return f"HTTP {error.status_code}: {body.get('message') or error.message}"
-    if error.__cause__ is not None:  # what happened to the connection, in httpx's words
-        return f"{type(error.__cause__).__name__}: {error.__cause__}"
-    return str(error)
+    root = error
+    while root.__cause__ is not None:
+        root = root.__cause__
+    # the transport's own error: openai's aiohttp transport reports a refused connection as a timeout
+    if isinstance(error, openai.APITimeoutError) and "Timeout" in type(root).__name__:
+        return f"no reply within {timeout_s:g} s"
+    return str(error) if root is error else f"{type(root).__name__}: {root}"
 
 
 class CompletionClient:
@@ -255,7 +257,11 @@ class CompletionClient:
             if not asked:
                 return results
             client = openai.AsyncOpenAI(  # max_retries=0: the retry policy is this module's, so it can be tested
-                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=0
+                base_url=self.base_url,
+                api_key=self.api_key,
+                timeout=self.timeout_s,
+                max_retries=0,
+                http_client=aiohttp_transport(),
             )
             slots = asyncio.Semaphore(self.concurrency)
 
@@ -305,7 +311,7 @@ class CompletionClient:
         return [model.id for model in getattr(page, "data", None) or []]
 
     async def with_retries(self, call: Callable[[], Coroutine[Any, Any, Any]], retry_connection_errors: bool = True):
-        """``await call()``, retried on 408, 409, 429, 5xx, timeouts and (with ``retry_connection_errors``)
+        """``await call()``, retried on 408, 409, 429, 5xx and (with ``retry_connection_errors``) timeouts and
         dropped connections; after the last retry a :class:`ServerError`. Other errors pass through."""
         for retry in range(self.max_retries + 1):
             try:
@@ -314,9 +320,7 @@ class CompletionClient:
                 if error.status_code not in RETRIED_STATUSES and error.status_code < 500:
                     raise
                 failure = error
-            except openai.APITimeoutError as error:
-                failure = error
-            except openai.APIConnectionError as error:
+            except openai.APIConnectionError as error:  # timeouts included
                 if not retry_connection_errors:
                     raise
                 failure = error
@@ -339,7 +343,7 @@ class CompletionClient:
 
     async def ask_with_retries(self, client, request: CompletionRequest) -> Completion:
         """One request's completion; a reply without text, or a request the server refuses, has an error."""
-        settings: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": self.model,
             "temperature": request.temperature,
             "top_p": request.top_p,
@@ -347,39 +351,47 @@ class CompletionClient:
             "seed": request_seed(request),
         }
         if request.stop:
-            settings["stop"] = list(request.stop)
+            body["stop"] = list(request.stop)
         if self.api == "chat":
-
-            def call():
-                return client.chat.completions.create(messages=list(request.messages), **settings)
+            body["messages"] = list(request.messages)
         else:
+            body["prompt"] = request.prompt
+        path = "/chat/completions" if self.api == "chat" else "/completions"
 
-            def call():
-                return client.completions.create(prompt=request.prompt, **settings)
+        # openai's generic post, the reply as bytes: the same client, errors and status handling as
+        # chat.completions.create, without its typed-parameter walk and its reply model, which took
+        # half of the CPU time of a request (benchmark/perf/server_requests.py)
+        def call():
+            return client.post(path, body=body, cast_to=bytes)
 
         try:
-            response = await self.with_retries(call)
+            reply = await self.with_retries(call)
         except openai.NotFoundError as error:
             raise self.not_served(error) from error
         except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
             raise self.refused_key(error) from error
         except openai.APIStatusError as error:  # 400, 413, 422...: this request, not the server
             return Completion("", f"refused: {describe_failure(error, self.timeout_s)}")
-        except (json.JSONDecodeError, openai.APIResponseValidationError) as error:
-            return Completion("", f"malformed reply: {error}")
-        return self.completion_of(response)
+        return self.completion_of(reply)
 
-    def completion_of(self, response: Any) -> Completion:
-        """The text of a reply; a reply with no choices or no text is an empty Completion with the reason."""
-        choices = getattr(response, "choices", None)
-        if not choices:
+    def completion_of(self, reply: bytes) -> Completion:
+        """The text of a reply; a reply that is not JSON, or has no choice or no text, is an empty Completion
+        with the reason."""
+        try:
+            parsed = json.loads(reply)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            return Completion("", f"malformed reply: {error}")
+        choices = parsed.get("choices") if isinstance(parsed, dict) else None
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             return Completion("", "empty reply: no choices")
         choice = choices[0]
-        text = getattr(getattr(choice, "message", None), "content", None) if self.api == "chat" else None
-        if self.api == "completions":
-            text = getattr(choice, "text", None)
+        message = choice.get("message")
+        if self.api == "chat":
+            text = message.get("content") if isinstance(message, dict) else None
+        else:
+            text = choice.get("text")
         if not isinstance(text, str):
-            return Completion("", f"empty reply: no text (finish_reason {getattr(choice, 'finish_reason', None)!r})")
+            return Completion("", f"empty reply: no text (finish_reason {choice.get('finish_reason')!r})")
         return Completion(text)
 
     def not_served(self, error: Exception) -> ServerError:
@@ -405,6 +417,15 @@ class CompletionClient:
             f"the server at {self.base_url} refused the API key for model {self.model!r} "
             f"({describe_failure(error, self.timeout_s)})"
         )
+
+
+def aiohttp_transport():
+    """openai's aiohttp transport, where this openai has it (``openai[aiohttp]``; 3.x needs only aiohttp), else
+    ``None``: its default, httpx, which spends about twice the CPU time a request (benchmark/perf/server_requests)."""
+    try:
+        return openai.DefaultAioHttpClient()
+    except (AttributeError, RuntimeError):  # an openai without it, or without its packages
+        return None
 
 
 def run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:

@@ -208,7 +208,7 @@ def test_a_server_that_is_down_is_named_at_once():
         nothing_listens.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{nothing_listens.getsockname()[1]}/v1"
         client = CompletionClient(url, SERVED_NAME, api="completions")
-        with pytest.raises(ServerError, match=rf"^no server answers at {url} \(ConnectError"):
+        with pytest.raises(ServerError, match=rf"^no server answers at {url} \(\w*Connect\w*: "):
             client.complete(REQUESTS[:1])
 
 
