@@ -1,4 +1,5 @@
-"""``python -m benchmark run ...`` (the harness) and ``python -m benchmark report RUNS_DIR`` (the tables).
+"""``python -m benchmark run ...`` (the harness), ``python -m benchmark evaluate ...`` (a model's scores) and
+``python -m benchmark report RUNS_DIR`` (the tables).
 
 Each command's arguments and behaviour live in its module (``add_arguments`` and ``run``); this
 parser routes to them, as ``python -m leaderboard``'s does. Exit status 2 on a usage error.
@@ -16,6 +17,7 @@ from lm_gym.cli import Command, command_parser
 def build_parser() -> argparse.ArgumentParser:
     """``python -m benchmark``'s parser: a subparser per command, its ``func`` the command's ``run``."""
     from benchmark import harness, report
+    from benchmark.evaluation import command as evaluate
 
     return command_parser(
         "python -m benchmark",
@@ -27,6 +29,14 @@ def build_parser() -> argparse.ArgumentParser:
                 "Run a suite's tasks x algorithms x seeds, on CPUs, GPUs, Ray or Slurm.",
                 harness.add_arguments,
                 harness.run,
+            ),
+            Command(
+                "evaluate",
+                "a model's scores on a task or a suite's tasks: a local model or an OpenAI-compatible server",
+                "Evaluate a local model or one behind an OpenAI-compatible server on a task or a suite's tasks, "
+                "K samples per episode, pass@k; a result.json per task.",
+                evaluate.add_arguments,
+                evaluate.run,
             ),
             Command(
                 "report",

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from lm_gym.core.chat import ChatBatch, chat_prompt
 from lm_gym.core.vector import episode_info
 from lm_gym.results.evaluation import Evaluation, evaluate_episodes
 from lm_toolkit.arguments import is_number
@@ -121,21 +122,37 @@ def mean_metrics(episodes: Sequence[dict[str, float]]) -> dict[str, float]:
     return {f"mean_{key}": float(np.mean([m[key] for m in episodes if key in m])) for key in sorted(keys)}
 
 
-def episode_uniforms(episode_seeds: Sequence[int], rows: Sequence[int], turn: int, width: int) -> torch.Tensor:
+def episode_uniforms(
+    episode_seeds: Sequence[int], rows: Sequence[int], turn: int, width: int, sample: int = 0
+) -> torch.Tensor:
     """The random numbers of a turn's draws, ``width`` per row: a function of the row's episode seed,
     its index in the whole batch and the turn only, so an episode is sampled alike whatever else is
-    in the batch (another batch size, another process of a data-parallel run)."""
+    in the batch (another batch size, another process of a data-parallel run); ``sample`` > 0 gives
+    the draws of another sample of the same episode (an evaluation of K samples per episode)."""
+    key = [turn] if sample == 0 else [turn, sample]
     return torch.from_numpy(
-        np.stack([np.random.default_rng([seed, row, turn]).random(width) for seed, row in zip(episode_seeds, rows)])
+        np.stack([np.random.default_rng([seed, row, *key]).random(width) for seed, row in zip(episode_seeds, rows)])
     )
 
 
-def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool = False, first_env: int = 0) -> Round:
+def play_round(
+    venv,
+    policy: TextPolicy,
+    seed: int | Sequence[int],
+    greedy: bool = False,
+    first_env: int = 0,
+    sample: int = 0,
+    chat: bool = False,
+) -> Round:
     """Every sub-env plays one episode from ``venv.reset(seed=seed)`` (a list: one seed per sub-env).
 
     Sub-env ``i`` is row ``first_env + i`` of the whole batch (a data-parallel run's processes each
-    play a part); its draws come from :func:`episode_uniforms`."""
+    play a part); its draws come from :func:`episode_uniforms` (of ``sample``). With ``chat`` the
+    policy is prompted with each episode's chat (``lm_gym.core.chat``: the task's rules, the env's
+    observations as the user's messages, its replies as the assistant's) in its tokenizer's chat
+    template, instead of the observation text."""
     observations, _ = venv.reset(seed=seed if isinstance(seed, int) else list(seed))
+    chats = ChatBatch(venv, observations) if chat else None
     episode_seeds = [seed + i for i in range(venv.num_envs)] if isinstance(seed, int) else list(seed)
     active = np.ones(venv.num_envs, dtype=bool)
     totals = np.zeros(venv.num_envs)
@@ -145,17 +162,23 @@ def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool
     max_chars = venv.single_action_space.max_length
     for turn in range(MAX_TURNS):
         indices = np.flatnonzero(active)
-        queries = policy.queries([observations[i] for i in indices])
+        if chats is None:
+            queries = policy.queries([observations[i] for i in indices])
+        else:
+            queries = policy.queries([chat_prompt(messages, policy.tokenizer) for messages in chats.messages(indices)])
         uniforms = None
         if not greedy:
             seeds = [episode_seeds[i] for i in indices]
-            uniforms = episode_uniforms(seeds, (first_env + indices).tolist(), turn, policy.lengths.max_new_tokens)
+            rows = (first_env + indices).tolist()
+            uniforms = episode_uniforms(seeds, rows, turn, policy.lengths.max_new_tokens, sample)
         samples = policy.sample(queries, greedy, uniforms)
         texts = policy.tokenizer.batch_decode(samples.responses, skip_special_tokens=True)
         actions = [""] * venv.num_envs  # finished sub-envs: NextStep autoreset ignores their action
         for i, text in zip(indices, texts, strict=True):
             actions[i] = text[:max_chars]
         observations, rewards, terminations, truncations, infos = venv.step(tuple(actions))
+        if chats is not None:
+            chats.record(actions, observations, terminations, truncations)
         dones = terminations | truncations
         for k, i in enumerate(indices):
             turns.append(
@@ -181,11 +204,31 @@ def play_round(venv, policy: TextPolicy, seed: int | Sequence[int], greedy: bool
     raise RuntimeError(f"episodes still running after {MAX_TURNS} turns")
 
 
+def play_episodes(
+    venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: bool, sample: int = 0, chat: bool = False
+) -> tuple[list[float], list[dict[str, float]], list[dict[str, Any]]]:
+    """The returns, ``info["metrics"]`` and final infos of ``num_episodes`` episodes: episode j reset with seed
+    ``seed + j`` and sampled with :func:`episode_uniforms` of row j (of ``sample``), in rounds of
+    ``venv.num_envs``; ``chat`` as :func:`play_round`'s. The policy's model is in eval mode meanwhile."""
+    policy = dataclasses.replace(policy, value_head=None)  # values are for training's advantages only
+    was_training = policy.model.training
+    policy.model.eval()
+    returns, metrics, finals = [], [], []
+    for first in range(0, num_episodes, venv.num_envs):
+        played = play_round(venv, policy, seed + first, greedy, first_env=first, sample=sample, chat=chat)
+        counted = min(venv.num_envs, num_episodes - first)  # sub-envs beyond this play seeds that are not needed
+        returns.extend(played.returns[:counted].tolist())
+        metrics.extend(played.metrics[:counted])
+        finals.extend(played.finals[:counted])
+    policy.model.train(was_training)
+    return returns, metrics, finals
+
+
 def evaluate(
     venv, policy: TextPolicy, num_episodes: int, seed: int, greedy: bool, perplexity_model: str | None = None
 ) -> Evaluation | None:
-    """``num_episodes`` validation episodes (episode j reset with seed ``seed + j`` and sampled
-    with :func:`episode_uniforms` of row j), so every evaluation of every run plays the same
+    """``num_episodes`` validation episodes (:func:`play_episodes`: episode j reset with seed ``seed + j``
+    and sampled with :func:`episode_uniforms` of row j), so every evaluation of every run plays the same
     episodes with the same random numbers, whatever the batch size, and training's random
     streams are untouched.
 
@@ -195,17 +238,7 @@ def evaluate(
     """
     if num_episodes == 0:
         return None
-    policy = dataclasses.replace(policy, value_head=None)  # values are for training's advantages only
-    was_training = policy.model.training
-    policy.model.eval()
-    returns, metrics, finals = [], [], []
-    for first in range(0, num_episodes, venv.num_envs):
-        played = play_round(venv, policy, seed + first, greedy, first_env=first)
-        counted = min(venv.num_envs, num_episodes - first)  # sub-envs beyond this play seeds that are not needed
-        returns.extend(played.returns[:counted].tolist())
-        metrics.extend(played.metrics[:counted])
-        finals.extend(played.finals[:counted])
-    policy.model.train(was_training)
+    returns, metrics, finals = play_episodes(venv, policy, num_episodes, seed, greedy)
     return evaluate_episodes(venv, returns, metrics, finals, perplexity_model)
 
 

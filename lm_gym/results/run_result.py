@@ -34,6 +34,10 @@ field                  content
 ``samples``            optional: a few episodes of the final evaluation, each ``{"prompt": str,
                        "generation": str, "return": number}`` (``lm_gym.results.evaluation``; the
                        leaderboard shows them)
+``sampling``           optional, an evaluation run's (``algorithm`` ``"eval"``: ``python -m benchmark
+                       evaluate``, ``initial_eval`` null, no curves): ``{"samples_per_episode": K,
+                       "statistics": {"mean@K": ..., "best@K": ..., "spread": ..., "pass@k": ...},
+                       "malformed_replies": int}`` (``lm_gym.results.samples_per_episode``)
 ``tasks``              optional, a run on several tasks (``lm_gym/Mixture-v0``): each task's own
                        results, ``{"<task id>": {"initial_eval": <evaluation>, "final_eval":
                        <evaluation>}}``, over the evaluation episodes whose ``info["task"]`` is
@@ -75,6 +79,8 @@ from lm_gym.core.ranges import Range
 SCHEMA_VERSION = 1
 RESULT_FILE = "result.json"
 MAX_SAMPLES = 16
+#: The ``algorithm`` of an evaluation run (a model evaluated, nothing trained: ``python -m benchmark evaluate``).
+EVALUATION_ALGORITHM = "eval"
 SAMPLE_TEXT_CHARS = 2000  #: a sample's prompt and generation are cut to this many characters
 _VERSIONED_PACKAGES = ("lm-gym", "torch", "transformers", "gymnasium", "tokenizers", "datasets", "numpy")
 
@@ -151,6 +157,20 @@ RESULT_SCHEMA: dict[str, Any] = {
                 "properties": {"initial_eval": _EVALUATION, "final_eval": _EVALUATION},
             },
         },
+        "sampling": {
+            "type": "object",
+            "required": ["samples_per_episode", "statistics", "malformed_replies"],
+            "additionalProperties": False,
+            "properties": {
+                "samples_per_episode": {"type": "integer", "minimum": 1},
+                "statistics": {
+                    "type": "object",
+                    "propertyNames": {"pattern": "^((mean|best|pass)@[1-9][0-9]*|spread)$"},
+                    "additionalProperties": {"type": "number"},
+                },
+                "malformed_replies": {"type": "integer", "minimum": 0},
+            },
+        },
         "samples": {
             "type": "array",
             "maxItems": MAX_SAMPLES,
@@ -218,6 +238,7 @@ def make_result(
     samples: Sequence[Mapping[str, Any]] = (),
     world_size: int = 1,
     tasks: Mapping[str, Mapping[str, Any]] | None = None,
+    sampling: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A result with the bookkeeping fields filled in (schema version, versions, commit, time)."""
     return {
@@ -241,6 +262,7 @@ def make_result(
         "samples": [dict(sample) for sample in samples],
         "world_size": world_size,
         **({"tasks": {task: dict(results) for task, results in tasks.items()}} if tasks else {}),
+        **({"sampling": dict(sampling)} if sampling is not None else {}),
     }
 
 
@@ -314,8 +336,11 @@ def validate_result(result: Any, check_ranges: bool = True) -> None:
         initial, final = result.get("initial_eval"), result.get("final_eval")
         if isinstance(initial, dict) and isinstance(final, dict) and set(initial) != set(final):
             problems.append(f"initial_eval and final_eval name different metrics: {sorted(set(initial) ^ set(final))}")
-        if (initial is None) != (final is None):
+        evaluation_run = result.get("algorithm") == EVALUATION_ALGORITHM
+        if (initial is None) != (final is None) and not (evaluation_run and initial is None):
             problems.append("initial_eval and final_eval must both be evaluations or both be null")
+        if evaluation_run and (initial is not None or result.get("curves")):
+            problems.append(f"an evaluation run ({EVALUATION_ALGORITHM!r}) has no initial_eval and no curves")
         tasks = result.get("tasks")
         for task, evaluations in tasks.items() if isinstance(tasks, dict) else ():
             initial, final = (
