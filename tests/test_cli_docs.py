@@ -27,9 +27,10 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Every program (a file run as a script or with ``python -m``) -> the page that documents its flags.
+#: Every program (a file run as a script or with ``python -m``) -> the page (or pages) that documents its flags.
 PAGES = {
-    "benchmark/__main__.py": "docs/harness.md",  # run and report
+    "benchmark/__main__.py": ("docs/harness.md", "docs/evaluate.md"),  # run and report; evaluate
+    "benchmark/evaluation/test_server.py": "docs/evaluate.md",
     "benchmark/learning_demo.py": "docs/results.md",
     "benchmark/offline_rl.py": "docs/results.md",
     "benchmark/wordle_throughput.py": "docs/results.md",
@@ -44,6 +45,7 @@ PAGES = {
             "run",
             "serve_load",
             "serve_throughput",
+            "server_requests",
             "time_to_reward",
             "token_vector_overhead",
             "trl_contender",
@@ -141,8 +143,9 @@ def test_every_program_has_a_page():
 @pytest.mark.parametrize("program", sorted(PAGES))
 def test_every_flag_is_on_the_program_s_page(program, monkeypatch):
     flags = shown_flags(built_parser(ROOT / program, monkeypatch))
-    missing = missing_from(flags, (ROOT / PAGES[program]).read_text(encoding="utf-8"))
-    assert not missing, f"{program}: {PAGES[program]} does not name {missing}"
+    pages = PAGES[program] if isinstance(PAGES[program], tuple) else (PAGES[program],)
+    missing = missing_from(flags, "\n".join((ROOT / page).read_text(encoding="utf-8") for page in pages))
+    assert not missing, f"{program}: {pages} do not name {missing}"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason='needs the docs extra: pip install -e ".[docs]"')

@@ -177,6 +177,9 @@ class TextEnv(gymnasium.Env[str, str]):
     #: The task's rules as the system message of a chat of the task (``lm_gym.core.chat``); ``None``: the
     #: "Description" section of the class's docstring (:meth:`default_chat_instructions`); ``""``: no system message.
     chat_instructions: ClassVar[str | None] = None
+    #: The 0/1 entry of the episodes' ``info["metrics"]`` that says an episode succeeded (Wordle: ``"solved"``),
+    #: which an evaluation of K samples per episode reports pass@k of; ``None``: the task has none.
+    success_metric: ClassVar[str | None] = None
 
     reward_fn: BatchedReward | None = None
 

@@ -206,6 +206,7 @@ class VisDialEnv(TextEnv):
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 256, "max_new_tokens": 24}
     offline_kwargs: ClassVar[dict[str, Any]] = {"source": "synthetic"}
     reset_options: ClassVar[tuple[str, ...]] = ("index",)
+    success_metric: ClassVar[str | None] = "reached_cutoff"
 
     @classmethod
     def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:

@@ -107,6 +107,7 @@ class WordleEnv(TextEnv):
 
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 128, "max_new_tokens": 8}
     reset_options: ClassVar[tuple[str, ...]] = ("answer",)
+    success_metric: ClassVar[str | None] = "solved"
 
     @classmethod
     def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
