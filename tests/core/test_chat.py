@@ -14,8 +14,9 @@ import user_tasks  # noqa: F401  (registers user/SayTheWord-v0 and user/CountUp-
 import lm_gym
 from lm_gym import ChatBatch, ChatTranscript, chat_prompt
 from lm_gym.core.chat import plain_chat_prompt
+from lm_gym.core.docstrings import docstring_instructions
 from lm_gym.core.errors import ConfigurationError
-from lm_gym.core.text_env import TextEnv, docstring_instructions
+from lm_gym.core.text_env import TextEnv
 from lm_gym.core.tokenizer import train_tokenizer
 from lm_gym.core.vector import TextVectorEnv
 from lm_gym.tasks.imdb import IMDBEnv
