@@ -9,6 +9,8 @@ only those above it in this list:
   canonical JSON) and :class:`~leaderboard.entry_schema.EntryError`, the refusal;
 * ``leaderboard.safe_read``: reading an untrusted file (a regular file, bounded, UTF-8, shallow, JSON with
   no duplicated key);
+* ``leaderboard.recipe``: an entry's recipe, built from the harness's job records and checked against its
+  suite (:func:`~leaderboard.recipe.recipe_problems`);
 * ``leaderboard.entry_checks``: :func:`~leaderboard.entry_checks.validate_entry` (what is refused) and
   :func:`~leaderboard.entry_checks.entry_flags` (what is doubtful);
 * this module: :func:`load_entry` reads and validates a file; :func:`accept_entry` validates a file and
@@ -22,9 +24,10 @@ every text it shows.
 
 Command line (``python -m leaderboard validate``)::
 
-    python -m leaderboard validate ENTRY.json... [--accept-into DIR] [--boards FILE]
+    python -m leaderboard validate ENTRY.json... [--accept-into DIR] [--suite FILE] [--boards FILE]
 
-(``--boards FILE``: an entry of a board over your own tasks is checked against the file's board.)
+(``--boards FILE``: an entry of a board over your own tasks is checked against the file's board; ``--suite FILE``:
+a recipe naming a suite of your own is checked against its file, :func:`leaderboard.recipe.use_suite_files`.)
 
 prints ``path: valid`` (``, accepted as FILE`` with ``--accept-into``) or ``path: reason``, one
 line per file, and exits 0 when every file is valid (and, with ``--accept-into``, accepted), 1 otherwise.
@@ -41,10 +44,12 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+from benchmark.suite import SuiteError
 from leaderboard.boards import BoardsError, add_boards_argument, load_boards_files
 from leaderboard.entry_checks import validate_entry
 from leaderboard.entry_schema import EntryError, canonical_json
 from leaderboard.messages import shown
+from leaderboard.recipe import use_suite_files
 from leaderboard.safe_read import read_entry_json
 
 
@@ -152,7 +157,18 @@ def add_validate_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``validate`` command's arguments (``python -m leaderboard``'s parser)."""
     parser.add_argument("entries", nargs="+", metavar="ENTRY.json", help="entry files to check")
     parser.add_argument(
-        "--accept-into", type=Path, metavar="DIR", help="store a canonical copy of each valid entry in DIR"
+        "--accept-into",
+        type=Path,
+        metavar="DIR",
+        help="store a canonical copy of each valid entry in DIR (refused: the same runs as an entry of DIR)",
+    )
+    parser.add_argument(
+        "--suite",
+        action="append",
+        type=Path,
+        metavar="FILE",
+        help="a suite file of your own (repeatable): recipes naming its suite (the file's name less .toml) are "
+        "checked against it (default: benchmark/suites/<the recipe's suite>.toml, or the --boards file of the board)",
     )
     add_boards_argument(parser)
 
@@ -163,6 +179,11 @@ def run_validate(args: argparse.Namespace) -> int:
         load_boards_files(args.boards)
     except BoardsError as error:
         print(f"python -m leaderboard validate: error: {error}")
+        return 2
+    try:
+        use_suite_files(args.suite)
+    except SuiteError as error:
+        print(f"python -m leaderboard validate: error: argument --suite: {str(error).removeprefix('--suite: ')}")
         return 2
     all_valid = True
     for path in args.entries:

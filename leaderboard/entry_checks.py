@@ -5,8 +5,9 @@
 schema cannot say: the entry's tasks are exactly its board's, seeds are distinct within a task and the same
 across tasks (the stratified bootstrap needs as many runs of every task), every run's ``final_eval`` holds
 the metrics ``boards.toml`` scores its task on, over the board's ``eval_episodes`` episodes, the numbers lie
-in the ranges their task or metric declares, the runs are consistent, and the samples replay to what they
-state. A refusal is an :class:`~leaderboard.entry_schema.EntryError` whose message names each field, e.g.
+in the ranges their task or metric declares, the runs are consistent, the samples replay to what they state,
+and the recipe's jobs are those its suite runs (``leaderboard.recipe``). A refusal is an
+:class:`~leaderboard.entry_schema.EntryError` whose message names each field, e.g.
 ``tasks["lm_gym/IMDB-v0"].runs[2].final_eval.mean_return: nan is not a finite number``. Untrusted text in
 messages is quoted and cut short (``leaderboard.messages``), so printing one is safe on a terminal.
 """
@@ -30,6 +31,7 @@ from leaderboard.entry_schema import (
     schema_problem,
 )
 from leaderboard.messages import field_path, shown
+from leaderboard.recipe import recipe_problems
 
 _MAX_SHOWN_PROBLEMS = 5
 
@@ -41,9 +43,11 @@ def validate_entry(entry: Any, *, rescore: bool = True) -> list[str]:
     (``lm_gym.results.evaluation_ranges``), what does not fit the board, inconsistent runs (curve steps that do
     not increase, a ``mean_return`` that the stated samples make impossible) and, with ``rescore`` (the
     default), samples that replayed on the board's episodes do not give what the entry states
-    (:mod:`leaderboard.replay`). Flagged, not refused (the returned lines, each naming its field): a
-    ``mean_return`` the samples make implausible, runs of distinct seeds with identical evaluations, samples not
-    re-scored (and why). ``rescore=False`` (``compile`` reading accepted entries) skips the replay."""
+    (:mod:`leaderboard.replay`), and a recipe whose jobs are not those its suite runs for the entry's runs
+    (:func:`leaderboard.recipe.recipe_problems`). Flagged, not refused (the returned lines, each naming its field):
+    a ``mean_return`` the samples make implausible, runs of distinct seeds with identical evaluations, samples not
+    re-scored (and why). ``rescore=False`` (``compile`` reading accepted entries, ``submit``) skips the replay and
+    the recipe's check, which ``validate`` did."""
     problems = [
         f"{field_path(path)}: {shown(value)} is not a finite number" for path, value in _non_finite_numbers(entry)
     ]
@@ -56,6 +60,8 @@ def validate_entry(entry: Any, *, rescore: bool = True) -> list[str]:
     flags: list[str] = []
     if not problems:
         flags = entry_flags(entry)
+    if not problems and rescore:
+        problems = recipe_problems(entry)
     if not problems and rescore:
         problems, notes = _rescore_problems(entry)
         flags += notes

@@ -45,7 +45,7 @@ from leaderboard.boards import add_boards_argument, boards, load_boards_files
 from leaderboard.entry import check_entry_file, entry_file_name
 from leaderboard.entry_schema import EntryError, canonical_json
 from leaderboard.messages import field_path
-from leaderboard.recipe import CHECKOUT, recipe_argument
+from leaderboard.recipe import CHECKOUT, recipe_argument, use_suite_files
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import git_commit, library_versions
 from lm_gym.results.harness_job import HARNESS_JOB_FILE, read_harness_job
@@ -291,6 +291,7 @@ def run(args: argparse.Namespace) -> int:
     """The ``verify`` command; returns the exit status."""
     try:
         load_boards_files(args.boards)
+        use_suite_files([args.suite] if args.suite is not None else [])  # validating the entry checks its recipe
     except LMGymError as error:
         print(f"python -m leaderboard verify: error: {error}")
         return 2

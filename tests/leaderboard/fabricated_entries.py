@@ -1,18 +1,21 @@
 """Fabricated runs and entries for the leaderboard's tests: ``result.json`` files as a baseline writes them
 (:func:`write_runs`), their samples played on the board's envs so that they re-score (:func:`honest_samples`),
 and the fixtures ``offline_runs`` (the offline-text board's runs, 3 seeds) and ``valid_entry`` (an entry built
-from them, with a recipe, so that every field of the format is present).
+from them, with the recipe of a suite that runs them, so that every field of the format is present).
 """
 
 import copy
 import functools
+import json
 import math
 import re
 
 import pytest
 
+from benchmark.suite import expand_jobs, load_suite
 from leaderboard.boards import boards, task_metrics
 from leaderboard.entry_checks import validate_entry
+from leaderboard.recipe import forget_suite_files, recipe_argument, use_suite_files
 from leaderboard.submit import build_entry
 from lm_gym.results import load_result, make_result, write_result
 
@@ -89,21 +92,45 @@ def honest_samples(env_id, board="offline-text"):
     return play_samples(env_id, boards()[board].env_kwargs[env_id], [[text] for text in GENERATIONS])
 
 
-RECIPE = {  # a recipe as submit builds it from harness runs (the fabricated runs have no harness_job.json)
-    "suite": "offline",
-    "algorithm": "ppo",
-    "tasks": {
-        IMDB: "imdb",
-        COMMONGEN: "commongen",
-        "lm_gym/DailyDialog-v0": "dailydialog",
-        "lm_gym/Prompts-v0": "prompts",
-    },
-    "device": "cpu",
-    "versions": {"python": "3.11.9", "lm_gym": "0.1.0", "torch": "2.13.0+cpu"},
-    "jobs": [
-        {"name": "imdb/ppo/seed0", "argv": ["baselines/ppo.py", "--seed", "0", "--out-dir", "{runs}/imdb/ppo/seed0"]}
-    ],
-}
+LABELS = {IMDB: "imdb", COMMONGEN: "commongen", "lm_gym/DailyDialog-v0": "dailydialog", "lm_gym/Prompts-v0": "prompts"}
+
+
+def write_fabricated_suite(folder):
+    """``folder/offline.toml``: the suite the fabricated runs' recipe names, PPO on every task of the offline-text
+    board as the board runs it. The offline suite itself runs GRPO on Prompts, so no one algorithm of it makes an
+    entry of that board: this file stands in for it (``leaderboard.recipe.use_suite_files``)."""
+    board = boards()["offline-text"]
+    tasks = "".join(
+        f'[tasks.{LABELS[env_id]}]\nenv_id = "{env_id}"\nenv_kwargs = {_inline_table(kwargs)}\nalgorithms = ["ppo"]\n'
+        for env_id, kwargs in board.env_kwargs.items()
+    )
+    path = folder / "offline.toml"
+    path.write_text(
+        f"[suite]\nseeds = {list(SEEDS)}\n[defaults]\neval-episodes = {board.eval_episodes}\n[algorithms.ppo]\n"
+        'script = "baselines/ppo.py"\nargs = { model-config = { model_type = "gpt2", n_layer = 2 } }\n' + tasks
+    )
+    return path
+
+
+def _inline_table(values):
+    return "{ " + ", ".join(f"{key} = {json.dumps(value)}" for key, value in values.items()) + " }"
+
+
+def fabricated_recipe(suite_file, runs_folder):
+    """The recipe ``submit`` builds from harness runs of ``suite_file`` in ``runs_folder`` (the fabricated runs
+    have no ``harness_job.json``): every job's command line with the runs folder written ``{runs}``."""
+    jobs = expand_jobs(load_suite(str(suite_file)), runs_folder, algorithms=["ppo"], seeds=SEEDS)
+    return {
+        "suite": "offline",
+        "algorithm": "ppo",
+        "tasks": dict(LABELS),
+        "device": "cpu",
+        "versions": {"python": "3.11.9", "lm_gym": "0.1.0", "torch": "2.13.0+cpu"},
+        "jobs": [
+            {"name": job.key, "argv": [recipe_argument(part, runs_folder.resolve()) for part in job.argv]}
+            for job in jobs
+        ],
+    }
 
 
 def write_runs(root, *, algorithm="ppo", seeds=SEEDS, tasks=OFFLINE, steps=100, eval_every=10, samples=None):
@@ -157,9 +184,13 @@ def offline_runs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def valid_entry(offline_runs):
-    """A built entry with a recipe, so that every field of the format is present; its samples re-score."""
+def valid_entry(offline_runs, tmp_path_factory):
+    """A built entry with a recipe, so that every field of the format is present; its samples re-score, and its
+    recipe is what the suite it names (:func:`write_fabricated_suite`, in use while the module's tests run) runs."""
+    suite_file = write_fabricated_suite(tmp_path_factory.mktemp("suite"))
+    use_suite_files([suite_file])
     entry = build_entry([offline_runs], name="PPO (lm-gym)", description="3 seeds, synthetic data")
-    entry["recipe"] = copy.deepcopy(RECIPE)
+    entry["recipe"] = fabricated_recipe(suite_file, offline_runs)
     validate_entry(entry)
-    return entry
+    yield entry
+    forget_suite_files()

@@ -1,11 +1,15 @@
 """An entry's recipe is built from the harness's job records (``harness_job.json``), never from the folders'
-places: the records name the suite, the task and algorithm labels and each job's name and command."""
+places: the records name the suite, the task and algorithm labels and each job's name and command; and it is
+checked against its suite: its jobs are those the suite runs for the entry's runs, with the suite's commands."""
+
+import json
 
 import pytest
 from fabricated_entries import COMMONGEN, OFFLINE, SEEDS, write_runs
 
 from leaderboard.__main__ import main as leaderboard_cli
-from leaderboard.recipe import CHECKOUT
+from leaderboard.entry import load_entry
+from leaderboard.recipe import CHECKOUT, recipe_problems
 from leaderboard.submit import SubmitError, build_entry
 from lm_gym.results.harness_job import (
     HARNESS_JOB_FILE,
@@ -73,3 +77,32 @@ def test_a_record_of_an_older_harness_is_refused_saying_to_re_run_the_job(tmp_pa
     assert leaderboard_cli(argv) == 1
     assert "an older harness wrote it" in capsys.readouterr().err
     assert not (tmp_path / "entry.json").exists()
+
+
+ACCEPTED = CHECKOUT / "leaderboard" / "entries"
+
+
+def test_the_recipes_of_the_accepted_entries_are_the_jobs_the_smoke_suite_runs():
+    files = sorted(ACCEPTED.glob("*.json"))
+    assert files
+    for path in files:
+        assert recipe_problems(load_entry(path, rescore=False)) == [], path.name
+
+
+def test_an_accepted_entry_whose_commands_were_replaced_is_refused_naming_the_job(tmp_path, capsys):
+    """The accepted PPO entry with its recipe's commands replaced by other commands (200 iterations where the smoke
+    suite runs 2): its runs and samples are unchanged, so only the recipe's check against the suite can see it."""
+    entry = load_entry(next(ACCEPTED.glob("ppo-*.json")), rescore=False)
+    for job in entry["recipe"]["jobs"]:
+        if "--iterations" in job["argv"]:
+            job["argv"][job["argv"].index("--iterations") + 1] = "200"
+    changed = tmp_path / "entry.json"
+    changed.write_text(json.dumps(entry))
+    capsys.readouterr()
+    assert leaderboard_cli(["validate", str(changed)]) == 1
+    first = entry["recipe"]["jobs"][0]
+    position = first["argv"].index("--iterations") + 1
+    assert capsys.readouterr().out.startswith(
+        f'{changed}: recipe.jobs[0].argv[{position}] (job {first["name"]}): "200" after "--iterations", where suite '
+        'smoke runs "2"; recipe.jobs[1].argv'
+    )

@@ -418,3 +418,76 @@ def test_a_recipe_cannot_name_a_path_or_an_option(valid_entry, field, value, exp
     entry = copy.deepcopy(valid_entry)
     entry["recipe"][field] = value
     refused(entry, expected)
+
+
+# --- 4. a recipe is what its suite runs ---------------------------------------------------------------
+
+
+def tampered_recipe(recipe, change):
+    """A copy of ``recipe`` changed by ``change`` (it edits the copy in place)."""
+    recipe = copy.deepcopy(recipe)
+    change(recipe)
+    return recipe
+
+
+def set_flag(argv, flag, value):
+    argv[argv.index(flag) + 1] = value
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (  # one command's training stretched: the numbers would be those of another experiment
+            lambda recipe: set_flag(recipe["jobs"][1]["argv"], "--iterations", "100"),
+            'recipe.jobs[1].argv[{iterations}] (job prompts/ppo/seed2): "100" after "--iterations", where suite tiny '
+            'runs "1"',
+        ),
+        (  # another baseline's script
+            lambda recipe: recipe["jobs"][0]["argv"].__setitem__(0, "baselines/grpo.py"),
+            'recipe.jobs[0].argv[0] (job prompts/ppo/seed1): "baselines/grpo.py", where suite tiny runs '
+            '"baselines/ppo.py"',
+        ),
+        (
+            lambda recipe: recipe["jobs"][2]["argv"].extend(["--learning-rate", "0.1"]),
+            "recipe.jobs[2].argv (job prompts/ppo/seed3): {arguments_plus_2} arguments, where suite tiny runs "
+            '{arguments}: it adds "--learning-rate", "0.1"',
+        ),
+        (
+            lambda recipe: recipe["jobs"].pop(),
+            "recipe.jobs: lacks prompts/ppo/seed3, which suite tiny runs for ppo on seeds [1, 2, 3]",
+        ),
+        (
+            lambda recipe: recipe["jobs"][2].update(name="prompts/ppo/seed9"),
+            'recipe.jobs[2].name: "prompts/ppo/seed9" is not a job suite tiny runs for ppo on seeds [1, 2, 3]; '
+            "recipe.jobs: lacks prompts/ppo/seed3",
+        ),
+        (
+            lambda recipe: recipe.update(algorithm="grpo"),
+            'recipe.algorithm: "grpo" is not an algorithm of suite tiny (ppo)',
+        ),
+        (
+            lambda recipe: recipe["tasks"].update({"lm_gym/Prompts-v0": "imdb"}),
+            'recipe.tasks["lm_gym/Prompts-v0"]: "imdb" is not a task of suite tiny (prompts)',
+        ),
+        (
+            lambda recipe: recipe.update(suite="smoke"),
+            'recipe.suite: "smoke", but board verifiable scores the runs of suite tiny',
+        ),
+    ],
+    ids=["a-flag", "the-script", "an-added-flag", "a-job-left-out", "a-job-renamed", "algorithm", "task", "suite"],
+)
+def test_a_recipe_whose_commands_are_not_the_suites_is_refused_naming_the_job(
+    harness_entry, tmp_path, capsys, change, expected
+):
+    """An honest harness entry with its recipe changed: before, only verify (a re-run) noticed; validate compares
+    the recipe's jobs with those the suite runs (benchmark.suite's expansion), naming the job and the difference."""
+    suite, entry_file = harness_entry
+    entry = json.loads(entry_file.read_text())
+    argv = entry["recipe"]["jobs"][1]["argv"]
+    where = {"iterations": argv.index("--iterations") + 1, "arguments": len(argv), "arguments_plus_2": len(argv) + 2}
+    entry["recipe"] = tampered_recipe(entry["recipe"], change)
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(entry))
+    capsys.readouterr()
+    assert leaderboard_cli(["validate", str(tampered), "--boards", str(suite)]) == 1
+    assert capsys.readouterr().out.startswith(f"{tampered}: {expected.format(**where)}")

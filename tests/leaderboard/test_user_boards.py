@@ -15,13 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmark.suite import ROOT, load_suite
+from benchmark.suite import ROOT, expand_jobs, load_suite
 from leaderboard import scoring
 from leaderboard.__main__ import main as leaderboard_cli
 from leaderboard.boards import BoardsError, boards, forget_user_boards, load_boards_file, task_metrics
 from leaderboard.compile import collect_entries, compile_board
 from leaderboard.entry import load_entry
 from leaderboard.entry_schema import ENTRY_SCHEMA, entry_schema
+from leaderboard.recipe import forget_suite_files, recipe_argument
 from leaderboard.submit import SubmitError, build_entry
 from lm_gym.results import make_result, write_result
 
@@ -58,6 +59,7 @@ mean_return = { low = 0.0, high = 2.0 }
 def _forget_boards():
     yield
     forget_user_boards()  # the other tests see boards.toml's boards only
+    forget_suite_files()  # and recipes are checked against benchmark/suites/
 
 
 def board_file(tmp_path: Path, body: str = BOARD + SAY_POINTS + COUNT_POINTS, name: str = "mine") -> Path:
@@ -219,6 +221,69 @@ def test_submit_and_validate_an_entry_of_a_user_board(tmp_path, capsys):
     load_boards_file(path)
     data = compile_board([load_entry(entry_file)], tmp_path / "board", reps=100)
     assert data["entries"][0]["overall"]["task_iqm"]["ci"] is not None
+
+
+#: the suite ``mine`` that runs the board's tasks, in a file of its own (the board's file holds only boards)
+MINE_SUITE = """
+[suite]
+seeds = [1, 2, 3]
+[defaults]
+eval-episodes = 8
+[algorithms.ppo]
+script = "baselines/ppo.py"
+args = { model-name = "tiny" }
+[tasks.say]
+env_id = "my_task:my/SayTheWord-v0"
+algorithms = ["ppo"]
+[tasks.count]
+env_id = "my/CountUp-v0"
+env_kwargs = { turns = 2 }
+algorithms = ["ppo"]
+"""
+
+
+def test_a_recipe_of_a_suite_of_your_own_is_checked_against_the_suite_file_given(tmp_path, capsys):
+    boards_file = board_file(tmp_path)
+    suite_file = tmp_path / "suite" / "mine.toml"
+    suite_file.parent.mkdir()
+    suite_file.write_text(MINE_SUITE)
+    runs = write_runs(tmp_path / "runs", "ppo")
+    load_boards_file(boards_file)
+    entry = build_entry([runs], name="PPO on mine")
+    jobs = expand_jobs(load_suite(str(suite_file)), runs, algorithms=["ppo"])
+    entry["recipe"] = {  # as submit builds it from the harness's runs of the suite
+        "suite": "mine",
+        "algorithm": "ppo",
+        "tasks": {SAY: "say", COUNT: "count"},
+        "device": "cpu",
+        "versions": {"python": "3.11.9", "lm_gym": "0.1.0", "torch": "2.13.0+cpu"},
+        "jobs": [
+            {"name": job.key, "argv": [recipe_argument(part, runs.resolve()) for part in job.argv]} for job in jobs
+        ],
+    }
+    entry_file = tmp_path / "entry.json"
+    entry_file.write_text(json.dumps(entry))
+    validate = ["validate", str(entry_file), "--boards", str(boards_file)]
+    capsys.readouterr()
+    assert leaderboard_cli(validate) == 1  # mine.toml beside the board holds no suite: nothing to check the jobs by
+    assert capsys.readouterr().out.startswith(
+        f'{entry_file}: recipe.suite: "mine" is not a suite of benchmark/suites/ (grue, multiagent, offline, smoke): '
+        "to check the recipe's jobs, pass the file of a suite of your own as --suite FILE"
+    )
+    assert leaderboard_cli([*validate, "--suite", str(suite_file)]) == 0
+    assert capsys.readouterr().out.startswith(f"{entry_file}: valid")
+    entry["recipe"]["jobs"][4]["argv"][-3] = "7"  # count/ppo/seed2's --seed
+    entry_file.write_text(json.dumps(entry))
+    assert leaderboard_cli([*validate, "--suite", str(suite_file)]) == 1
+    argv = entry["recipe"]["jobs"][4]["argv"]
+    assert capsys.readouterr().out == (
+        f'{entry_file}: recipe.jobs[4].argv[{len(argv) - 3}] (job count/ppo/seed2): "7" after "--seed", where suite '
+        'mine runs "2"\n'
+    )
+    assert leaderboard_cli([*validate, "--suite", str(tmp_path / "absent.toml")]) == 2
+    assert capsys.readouterr().out == (
+        f"python -m leaderboard validate: error: argument --suite: no suite file {tmp_path / 'absent.toml'}\n"
+    )
 
 
 def test_submit_names_the_metric_key_the_runs_lack_and_refuses_an_unknown_board(tmp_path, capsys):
