@@ -35,8 +35,9 @@ out silently would change the entry) and builds the entry of ``leaderboard/READM
   ``samples`` when it has them, their texts cleaned of refused characters and cut to 2,000.
 
 The entry is validated (:func:`leaderboard.entry_checks.validate_entry`) before it is returned, and the
-command writes its canonical JSON. Exit status: 0 written, 1 the runs do not make an entry
-(the message says why), 2 a usage error.
+command writes its canonical JSON; it warns (stderr) when the runs' commit is ``-dirty``: made by a working tree
+with uncommitted changes, which no one can check out to re-run them. Exit status: 0 written, 1 the runs do not
+make an entry (the message says why), 2 a usage error.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
 from lm_gym.results.harness_job import HarnessJobError, read_harness_job
 
+DIRTY_SUFFIX = "-dirty"  #: how result.json's git_commit marks a working tree with uncommitted changes
 #: config keys that differ between the seeds of one experiment by design (paths, logging, device)
 PER_RUN_CONFIG_KEYS = ("seed", "out_dir", "init_from", "dataset", "resume", "track", "wandb_project", "device")
 
@@ -195,6 +197,14 @@ def run_submit(args: argparse.Namespace) -> int:
         return 1
     seeds = len(next(iter(entry["tasks"].values()))["runs"])
     print(f"wrote {args.out}: {entry['method']} on board {entry['board']}, {len(entry['tasks'])} tasks x {seeds} seeds")
+    if str(entry["git_commit"]).endswith(DIRTY_SUFFIX):
+        print(
+            f"python -m leaderboard submit: warning: the runs come from lm-gym {entry['git_commit']}, a working tree "
+            "with uncommitted changes: no commit holds the code that made them, so no one can re-run the entry as it "
+            "ran (verify compares exactly only on the same code). For an entry others can verify, commit, re-run the "
+            "jobs from a clean checkout and submit again.",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -13,6 +13,7 @@ from fabricated_entries import (  # noqa: F401  (offline_runs: a fixture)
 
 from leaderboard.__main__ import main as leaderboard_cli
 from leaderboard.boards import boards
+from leaderboard.entry import load_entry
 from leaderboard.submit import SubmitError, build_entry
 
 
@@ -130,3 +131,19 @@ def test_submit_refuses_an_invalid_name_or_a_broken_result(offline_runs, tmp_pat
     root = write_runs(tmp_path / "offline")
     (root / "ppo" / "IMDB-v0" / "seed0" / "result.json").write_text('{"env_id": ')  # killed mid-write
     assert "seed0/result.json" in submit_error(capsys, [root])
+
+
+def test_submit_warns_that_runs_of_a_dirty_working_tree_cannot_be_re_run(tmp_path, capsys):
+    """A ``-dirty`` commit names code no checkout holds: the entry is written, with a warning saying so."""
+    root = write_runs(tmp_path / "offline")
+    for commit, warned in (("0123456789abcdef0123456789abcdef01234567", False), ("0123456-dirty", True)):
+        for path in root.rglob("result.json"):
+            edit_result(path, lambda result, commit=commit: result.update(git_commit=commit))
+        out = tmp_path / "entry.json"
+        assert leaderboard_cli(["submit", str(root), "--name", "PPO", "--out", str(out)]) == 0
+        assert load_entry(out, rescore=False)["git_commit"] == commit
+        expected = (
+            "python -m leaderboard submit: warning: the runs come from lm-gym 0123456-dirty, a working tree with "
+            "uncommitted changes: no commit holds the code that made them, so no one can re-run the entry as it ran"
+        )
+        assert (expected in capsys.readouterr().err) == warned
