@@ -45,6 +45,43 @@ def chat_model_dir(tmp_path_factory) -> Path:
     return directory
 
 
+@pytest.fixture(scope="module")
+def seq2seq_model_dir(tmp_path_factory) -> Path:
+    """A one-layer T5 with the tokenizer lm-gym trains on IMDB's synthetic text."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    directory = tmp_path_factory.mktemp("tiny-t5")
+    _, tokenizer = tiny_causal_lm("lm_gym/IMDB-v0", {"source": "synthetic"})
+    config = T5Config(
+        vocab_size=len(tokenizer), d_model=32, d_ff=64, d_kv=8, num_layers=1, num_heads=2,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+    )  # fmt: skip
+    T5ForConditionalGeneration(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def test_a_local_model_plays_every_task_of_the_smoke_suite(model_dir, tmp_path):
+    flags = ["--suite", "smoke", "--model", str(model_dir), "--episodes", "2", "--max-tokens", "6", "--report"]
+    assert evaluate(tmp_path, *flags) == 0
+    results = {path.parent.name: json.loads(path.read_text()) for path in tmp_path.glob("*/result.json")}
+    assert set(results) == {"imdb", "commongen", "cnn_dailymail", "dailydialog", "wordle", "visdial", "reddit",
+                            "prompts", "text_generation", "mixture"}  # fmt: skip
+    assert all(result["final_eval"]["num_episodes"] == 2 for result in results.values())
+    assert "corpus_bleu" in results["commongen"]["final_eval"] and results["mixture"]["tasks"]
+    assert (tmp_path / "report.md").is_file()
+
+
+def test_a_seq2seq_model_plays_single_and_multi_turn_tasks(seq2seq_model_dir, tmp_path):
+    for flags in (IMDB, ["--env-id", "user_tasks:user/CountUp-v0"]):
+        assert (
+            evaluate(tmp_path, *flags, "--model", str(seq2seq_model_dir), "--episodes", "3", "--max-tokens", "4") == 0
+        )
+    assert result_of(tmp_path, "lm_gym_IMDB-v0")["final_eval"]["num_episodes"] == 3
+    assert "mean_hits" in result_of(tmp_path, "user_CountUp-v0")["final_eval"]  # three turns each, played to the end
+
+
 def test_a_ppo_checkpoint_evaluated_gives_its_own_final_evaluation(tmp_path):
     ppo = load_baseline("ppo")
     run_dir = tmp_path / "ppo"
@@ -104,7 +141,6 @@ def test_a_served_model_through_faults_gives_the_numbers_of_a_run_without_faults
     assert clean["config"]["base_url"].endswith("/v1") and clean["sampling"]["malformed_replies"] == 0
 
 
-@pytest.mark.slow
 def test_a_chat_server_plays_wordle_and_counts_malformed_replies(model_dir, tmp_path):
     flags = ["--env-id", "lm_gym/Wordle-v0", "--env-kwargs", '{"num_answers": 20}', "--model", SERVED_NAME]
     with run_test_server(model_dir, tmp_path, "--faults", "malformed") as server:
