@@ -26,7 +26,8 @@ class CompletionCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: every statement commits on its own, at once
-            self.connection = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            # check_same_thread=False: a client's calls may run in different threads, one at a time
+            self.connection = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
             self.connection.execute("PRAGMA journal_mode=WAL")
             # no fsync per commit: a killed process keeps what it wrote; only a power cut may lose the last rows
             self.connection.execute("PRAGMA synchronous=NORMAL")

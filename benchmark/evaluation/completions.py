@@ -1,7 +1,7 @@
 """Completions from any OpenAI-compatible server (vLLM, SGLang, llama.cpp, Ollama, a hosted API), many at once.
 
-    client = CompletionClient(base_url="http://localhost:8000/v1", model="Qwen/Qwen3-0.6B", cache_dir=Path("cache"))
-    completions = client.complete([CompletionRequest(messages=(...,), temperature=1.0, top_p=1.0, max_tokens=64)])
+    with CompletionClient(base_url="http://localhost:8000/v1", model="Qwen/Qwen3-0.6B", cache_dir=Path("c")) as client:
+        completions = client.complete([CompletionRequest(messages=(...,), temperature=1.0, top_p=1.0, max_tokens=64)])
 
 It talks through the official ``openai`` package (``pip install "lm-gym[evaluate-server]"``), with
 the retry policy its own: at most ``concurrency`` requests in flight; 408, 409, 429, 5xx, timeouts
@@ -12,7 +12,9 @@ request the server refuses (400) is no exception: its :class:`Completion` has an
 the reason in ``error``, and it is not cached, so a rerun asks again. Every text the server gives
 is cached on disk (:mod:`benchmark.evaluation.completion_cache`) as it arrives, keyed by the
 server, the model, the API, the prompt, the sampling settings and the sample index: a rerun of a
-finished evaluation asks nothing, and one stopped at any point asks only for the rest.
+finished evaluation asks nothing, and one stopped at any point asks only for the rest. A client
+keeps its connections, and its check of the server (``GET /models``, once), from one call of
+:meth:`~CompletionClient.complete` to the next until it is closed (``close()``, or a ``with`` block).
 """
 
 from __future__ import annotations
@@ -193,8 +195,33 @@ class CompletionClient:
         self.backoff_s = float(backoff_s)
         self.max_backoff_s = float(max_backoff_s)
         self.rng = random.Random()
-        #: the models GET /models listed, before the last run's first completion (None: it lists none)
+        #: the models ``GET /models`` listed at the first call that asked the server (None: it lists none)
         self.served_models: list[str] | None = None
+        # kept from call to call, so a caller asking turn by turn reuses the server's connections and
+        # checks it once: the event loop they live in, openai's client, the cache; close() ends them
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.client = None
+        self.cache: CompletionCache | None = None
+        self.server_checked = False
+
+    def __enter__(self) -> CompletionClient:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections to the server and the cache; the next :meth:`complete` opens them again."""
+        if self.client is not None:
+            self.run(self.client.close())
+            self.client = None
+        if self.loop is not None:
+            self.loop.close()
+            self.loop = None
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+        self.server_checked = False
 
     def request_key(self, request: CompletionRequest) -> tuple[str, str]:
         """``(key, request_json)``: the request with the server, model and API, as canonical JSON, and its SHA-256."""
@@ -224,7 +251,19 @@ class CompletionClient:
         """
         for index, request in enumerate(requests):
             self.check_request(index, request)
-        return run_coroutine(self.complete_async(requests, on_done))
+        return self.run(self.complete_all(requests, on_done))
+
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``coroutine`` to its end in this client's event loop: in this thread, or in a thread of its own
+        where this thread already runs a loop (a notebook)."""
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self.loop.run_until_complete(coroutine)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
+            return executor.submit(self.loop.run_until_complete, coroutine).result()
 
     def check_request(self, index: int, request: CompletionRequest) -> None:
         if not isinstance(request, CompletionRequest):
@@ -236,62 +275,58 @@ class CompletionClient:
         if isinstance(request.max_tokens, bool) or not isinstance(request.max_tokens, int) or request.max_tokens < 1:
             raise ValueError(f"requests[{index}].max_tokens must be a positive integer, got {request.max_tokens!r}")
 
-    async def complete_async(
-        self, requests: Sequence[CompletionRequest], on_done: Callable[[int, int], None] | None = None
+    async def complete_all(
+        self, requests: Sequence[CompletionRequest], on_done: Callable[[int, int], None] | None
     ) -> list[Completion]:
-        """:meth:`complete` inside a running event loop."""
         total = len(requests)
         results: list[Completion | None] = [None] * total
         asked: dict[str, Asked] = {}  # identical requests (same key) are asked once
         for index, request in enumerate(requests):
             key, request_json = self.request_key(request)
             asked.setdefault(key, Asked(key, request_json, request)).indices.append(index)
-        cache = None if self.cache_dir is None else CompletionCache(self.cache_dir)
-        try:
-            for key, text in ({} if cache is None else cache.texts(asked)).items():
-                for index in asked.pop(key).indices:
-                    results[index] = Completion(text, cached=True)
-            done = total - sum(len(pending.indices) for pending in asked.values())
-            if on_done and done:
-                on_done(done, total)
-            if not asked:
-                return results
-            client = openai.AsyncOpenAI(  # max_retries=0: the retry policy is this module's, so it can be tested
+        if self.cache_dir is not None and self.cache is None:
+            self.cache = CompletionCache(self.cache_dir)
+        for key, text in ({} if self.cache is None else self.cache.texts(asked)).items():
+            for index in asked.pop(key).indices:
+                results[index] = Completion(text, cached=True)
+        done = total - sum(len(pending.indices) for pending in asked.values())
+        if on_done and done:
+            on_done(done, total)
+        if not asked:
+            return results
+        if self.client is None:
+            self.client = openai.AsyncOpenAI(  # max_retries=0: the retry policy is this module's, so it is tested
                 base_url=self.base_url,
                 api_key=self.api_key,
                 timeout=self.timeout_s,
                 max_retries=0,
                 http_client=aiohttp_transport(),
             )
-            slots = asyncio.Semaphore(self.concurrency)
+        if not self.server_checked:
+            self.served_models = await self.listed_models(self.client)
+            self.server_checked = True
+        slots = asyncio.Semaphore(self.concurrency)
 
-            async def ask(pending: Asked) -> None:
-                nonlocal done
-                async with slots:
-                    completion = await self.ask_with_retries(client, pending.request)
-                if cache is not None and completion.error is None:
-                    cache.put(pending.key, pending.request_json, completion.text)
-                for index in pending.indices:
-                    results[index] = completion
-                done += len(pending.indices)
-                if on_done:
-                    on_done(done, total)
+        async def ask(pending: Asked) -> None:
+            nonlocal done
+            async with slots:
+                completion = await self.ask_with_retries(self.client, pending.request)
+            if self.cache is not None and completion.error is None:
+                self.cache.put(pending.key, pending.request_json, completion.text)
+            for index in pending.indices:
+                results[index] = completion
+            done += len(pending.indices)
+            if on_done:
+                on_done(done, total)
 
-            try:
-                self.served_models = await self.listed_models(client)
-                tasks = [asyncio.ensure_future(ask(pending)) for pending in asked.values()]
-                try:
-                    await asyncio.gather(*tasks)
-                except BaseException:  # a ServerError, or cancelled: the other requests stop too
-                    for task in tasks:
-                        task.cancel()
-                    await asyncio.gather(*tasks, return_exceptions=True)
-                    raise
-            finally:
-                await client.close()
-        finally:
-            if cache is not None:
-                cache.close()
+        tasks = [asyncio.ensure_future(ask(pending)) for pending in asked.values()]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:  # a ServerError, or cancelled: the other requests stop too
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         return results
 
     async def listed_models(self, client) -> list[str] | None:
@@ -426,14 +461,3 @@ def aiohttp_transport():
         return openai.DefaultAioHttpClient()
     except (AttributeError, RuntimeError):  # an openai without it, or without its packages
         return None
-
-
-def run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
-    """Run ``coroutine`` to its end from synchronous code: in a new event loop, or in a thread of its own
-    where this thread already runs one (a notebook)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
-        return executor.submit(asyncio.run, coroutine).result()

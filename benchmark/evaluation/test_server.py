@@ -19,8 +19,8 @@ normally. The kinds: ``ok``; ``drop`` (the connection closes before the reply is
 (the reply waits ``--slow-s`` seconds first: a client's timeout is shorter); ``malformed`` (a
 reply that is not JSON); ``empty`` (a reply with no choices). ``--latency-s`` delays every reply.
 
-``GET /stats`` tells what the server saw: ``completion_requests``, ``max_in_flight`` and
-``faults_served`` by kind. It needs fastapi and uvicorn (``pip install "lm-gym[serve]"``).
+``GET /stats`` tells what the server saw: ``models_requests``, ``completion_requests``,
+``max_in_flight`` and ``faults_served`` by kind. It needs fastapi and uvicorn (``pip install "lm-gym[serve]"``).
 """
 
 import argparse
@@ -151,6 +151,7 @@ def sampling_settings(body: dict[str, Any]) -> SamplingSettings:
 
 @dataclass
 class ServerStats:
+    models_requests: int = 0
     completion_requests: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
@@ -197,6 +198,7 @@ def build_app(
 
     @app.get("/v1/models")
     async def models(request: Request):
+        stats.models_requests += 1
         return unauthorized(request) or {
             "object": "list",
             "data": [{"id": served_model_name, "object": "model", "created": created, "owned_by": "lm-gym"}],
@@ -205,6 +207,7 @@ def build_app(
     @app.get("/stats")
     async def server_stats():
         return {
+            "models_requests": stats.models_requests,
             "completion_requests": stats.completion_requests,
             "max_in_flight": stats.max_in_flight,
             "faults_served": dict(stats.faults_served),

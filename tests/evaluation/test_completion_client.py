@@ -62,28 +62,53 @@ def slow_server(model_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def reference_texts(plain_server) -> list[str]:
     """``REQUESTS``' texts from the server without faults, asked one at a time, uncached."""
-    client = CompletionClient(plain_server.url, SERVED_NAME, api="completions", api_key=API_KEY, concurrency=1)
-    completions = client.complete(REQUESTS)
+    with CompletionClient(plain_server.url, SERVED_NAME, api="completions", api_key=API_KEY, concurrency=1) as client:
+        completions = client.complete(REQUESTS)
     assert all(completion.error is None and not completion.cached for completion in completions)
     return [completion.text for completion in completions]
 
 
-def client_of(server, **settings) -> CompletionClient:
-    settings = {"api": "completions", "backoff_s": 0.01, **settings}
-    return CompletionClient(server.url, SERVED_NAME, **settings)
+@pytest.fixture
+def open_client():
+    """``open_client(server, **settings)``: a client of ``server``'s model (the completions API, short backoffs;
+    ``url=`` for another server), closed after the test."""
+    opened = []
+
+    def open_(server=None, *, url=None, model=SERVED_NAME, **settings) -> CompletionClient:
+        client = CompletionClient(url or server.url, model, **{"api": "completions", "backoff_s": 0.01, **settings})
+        opened.append(client)
+        return client
+
+    yield open_
+    for client in opened:
+        client.close()
 
 
-def test_completions_come_back_in_the_order_asked(plain_server, reference_texts):
+def test_completions_come_back_in_the_order_asked(plain_server, reference_texts, open_client):
     texts = reference_texts
     assert len(set(texts)) == len(texts)  # each request its own text: a mix-up would show
     assert texts[0] != texts[1]  # sample 0 and sample 1 of one prompt differ (their seeds)
-    client = client_of(plain_server, api_key=API_KEY, concurrency=8)
+    client = open_client(plain_server, api_key=API_KEY, concurrency=8)
     backwards = client.complete(REQUESTS[::-1])
     assert [completion.text for completion in backwards] == texts[::-1]
 
 
-def test_the_chat_api_sends_messages(plain_server):
-    client = client_of(plain_server, api="chat", api_key=API_KEY)
+def test_a_client_checks_the_server_once_and_keeps_its_connections_until_closed(
+    plain_server, reference_texts, open_client
+):
+    stats = plain_server.stats()
+    with open_client(plain_server, api_key=API_KEY, concurrency=4) as client:
+        turns = [client.complete(REQUESTS[first : first + 4]) for first in range(0, len(REQUESTS), 4)]
+        assert [completion.text for turn in turns for completion in turn] == reference_texts
+        assert plain_server.stats()["models_requests"] == stats["models_requests"] + 1
+    assert client.client is None and client.loop is None  # closed
+    client.complete(REQUESTS[:1])  # opens them again, and checks the server again
+    assert plain_server.stats()["models_requests"] == stats["models_requests"] + 2
+    client.close()
+
+
+def test_the_chat_api_sends_messages(plain_server, open_client):
+    client = open_client(plain_server, api="chat", api_key=API_KEY)
     messages = ({"role": "system", "content": "Review films."}, {"role": "user", "content": "the movie was"})
     requests = [
         CompletionRequest(messages=messages, temperature=0.0, top_p=1.0, max_tokens=6, sample_index=k) for k in (0, 1)
@@ -93,9 +118,9 @@ def test_the_chat_api_sends_messages(plain_server):
     assert first.text == second.text
 
 
-def test_at_most_concurrency_requests_are_in_flight(slow_server):
+def test_at_most_concurrency_requests_are_in_flight(slow_server, open_client):
     progress = []
-    client = client_of(slow_server, concurrency=4)
+    client = open_client(slow_server, concurrency=4)
     requests = [CompletionRequest(prompt=f"bound {i}", temperature=1.0, top_p=1.0, max_tokens=2) for i in range(24)]
     completions = client.complete(requests, on_done=lambda done, total: progress.append((done, total)))
     assert all(completion.error is None for completion in completions)
@@ -103,8 +128,8 @@ def test_at_most_concurrency_requests_are_in_flight(slow_server):
     assert progress == [(done, 24) for done in range(1, 25)]
 
 
-def test_the_cache_makes_a_rerun_ask_nothing(plain_server, reference_texts, tmp_path):
-    client = client_of(plain_server, api_key=API_KEY, cache_dir=tmp_path)
+def test_the_cache_makes_a_rerun_ask_nothing(plain_server, reference_texts, tmp_path, open_client):
+    client = open_client(plain_server, api_key=API_KEY, cache_dir=tmp_path)
     before = plain_server.completion_requests()
     first = client.complete(REQUESTS + REQUESTS[:3])  # the repeated three are asked once
     assert plain_server.completion_requests() - before == len(REQUESTS)
@@ -120,7 +145,7 @@ def test_the_cache_makes_a_rerun_ask_nothing(plain_server, reference_texts, tmp_
     assert plain_server.completion_requests() - before == len(REQUESTS) + 2
 
 
-def test_a_run_killed_half_way_resumes_asking_only_the_rest(slow_server, tmp_path):
+def test_a_run_killed_half_way_resumes_asking_only_the_rest(slow_server, tmp_path, open_client):
     requests = [CompletionRequest(prompt=f"resume {i}", temperature=1.0, top_p=1.0, max_tokens=4) for i in range(60)]
     script = textwrap.dedent(
         f"""
@@ -147,15 +172,15 @@ def test_a_run_killed_half_way_resumes_asking_only_the_rest(slow_server, tmp_pat
     assert 12 <= kept < len(requests)
 
     before = slow_server.completion_requests()
-    resumed = client_of(slow_server, concurrency=4, cache_dir=tmp_path).complete(requests)
+    resumed = open_client(slow_server, concurrency=4, cache_dir=tmp_path).complete(requests)
     assert slow_server.completion_requests() - before == len(requests) - kept
     assert sum(completion.cached for completion in resumed) == kept
-    uncached = client_of(slow_server, concurrency=4).complete(requests)
+    uncached = open_client(slow_server, concurrency=4).complete(requests)
     assert [completion.text for completion in resumed] == [completion.text for completion in uncached]
 
 
 def test_each_fault_is_retried_or_counted_and_the_texts_are_those_without_faults(
-    model_dir, reference_texts, tmp_path, caplog
+    model_dir, reference_texts, tmp_path, caplog, open_client
 ):
     """A dropped connection, 429 (its Retry-After waited), 500 and a reply slower than the timeout are
     retried and give the fault-free texts; a malformed and an empty reply are counted, not cached, and
@@ -163,7 +188,7 @@ def test_each_fault_is_retried_or_counted_and_the_texts_are_those_without_faults
     faults = "drop,429,500,slow,malformed,empty"
     options = ["--faults", faults, "--slow-s", "3", "--retry-after-s", "1"]
     with run_test_server(model_dir, tmp_path, *options) as server:
-        client = client_of(server, concurrency=1, timeout_s=1.5, cache_dir=tmp_path)
+        client = open_client(server, concurrency=1, timeout_s=1.5, cache_dir=tmp_path)
         with caplog.at_level(logging.INFO, logger="benchmark.evaluation.completions"):
             completions = client.complete(REQUESTS)
         # one at a time, the first request meets drop, 429, 500, slow and malformed in turn, the second empty
@@ -180,9 +205,11 @@ def test_each_fault_is_retried_or_counted_and_the_texts_are_those_without_faults
         assert sum(not completion.cached for completion in rerun) == 2
 
 
-def test_retries_exhausted_name_the_url_the_model_and_the_last_failure_and_the_rerun_resumes(model_dir, tmp_path):
+def test_retries_exhausted_name_the_url_the_model_and_the_last_failure_and_the_rerun_resumes(
+    model_dir, tmp_path, open_client
+):
     with run_test_server(model_dir, tmp_path, "--faults", "ok*4,500*3") as server:
-        client = client_of(server, concurrency=1, max_retries=2, cache_dir=tmp_path)
+        client = open_client(server, concurrency=1, max_retries=2, cache_dir=tmp_path)
         with pytest.raises(ServerError) as failure:
             client.complete(REQUESTS)
         message = str(failure.value)
@@ -195,25 +222,25 @@ def test_retries_exhausted_name_the_url_the_model_and_the_last_failure_and_the_r
         assert sum(completion.cached for completion in resumed) == 4
 
 
-def test_a_model_the_server_does_not_serve_is_named_with_the_models_it_serves(plain_server):
-    client = CompletionClient(plain_server.url, "gpt-7", api="completions", api_key=API_KEY)
+def test_a_model_the_server_does_not_serve_is_named_with_the_models_it_serves(plain_server, open_client):
+    client = open_client(plain_server, model="gpt-7", api_key=API_KEY)
     started = time.monotonic()
     with pytest.raises(ModelNotServedError, match=r"does not serve model 'gpt-7' .*; it serves: tiny-gpt2$"):
         client.complete(REQUESTS)
     assert time.monotonic() - started < 5  # not retried
 
 
-def test_a_server_that_is_down_is_named_at_once():
+def test_a_server_that_is_down_is_named_at_once(open_client):
     with socket.socket() as nothing_listens:  # a port held, not listening: connections are refused
         nothing_listens.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{nothing_listens.getsockname()[1]}/v1"
-        client = CompletionClient(url, SERVED_NAME, api="completions")
+        client = open_client(url=url)
         with pytest.raises(ServerError, match=rf"^no server answers at {url} \(\w*Connect\w*: "):
             client.complete(REQUESTS[:1])
 
 
-def test_a_refused_key_is_a_clear_error(plain_server):
-    client = CompletionClient(plain_server.url, SERVED_NAME, api="completions", api_key="wrong")
+def test_a_refused_key_is_a_clear_error(plain_server, open_client):
+    client = open_client(plain_server, api_key="wrong")
     with pytest.raises(ServerError, match=r"refused the API key .*HTTP 401: Incorrect API key"):
         client.complete(REQUESTS[:1])
 
