@@ -38,6 +38,7 @@ PAGES = {
         f"benchmark/perf/{script}.py": "benchmark/perf/README.md"
         for script in (
             "data_parallel",
+            "evaluate_throughput",
             "gpu_check",
             "mixture_overhead",
             "ours",
