@@ -116,7 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     server.start()
     try:
         wait_until_up(url, server)
-        client = CompletionClient(url, MODEL, api=args.api, concurrency=args.concurrency, timeout_s=30.0)
         if args.api == "chat":
             requests = [
                 CompletionRequest(
@@ -129,9 +128,10 @@ def main(argv: list[str] | None = None) -> int:
                 CompletionRequest(prompt=f"request {i}", temperature=1.0, top_p=1.0, max_tokens=8)
                 for i in range(args.requests)
             ]
-        started, started_cpu = time.perf_counter(), time.process_time()
-        completions = client.complete(requests)
-        elapsed, cpu_s = time.perf_counter() - started, time.process_time() - started_cpu
+        with CompletionClient(url, MODEL, api=args.api, concurrency=args.concurrency, timeout_s=30.0) as client:
+            started, started_cpu = time.perf_counter(), time.process_time()
+            completions = client.complete(requests)
+            elapsed, cpu_s = time.perf_counter() - started, time.process_time() - started_cpu
     finally:
         server.terminate()
         server.join(10)
