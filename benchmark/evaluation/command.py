@@ -286,7 +286,7 @@ def play_served(args: argparse.Namespace, setup, out: Path) -> tuple[Any, dict[s
     settings = SamplingSettings(0.0 if args.greedy else args.temperature, args.top_p, max_tokens)
     venv = setup.envs["validation"]
     total = args.episodes * args.samples
-    with tqdm(total=total, desc="episodes", unit="episode", file=sys.stderr) as progress:
+    with client, tqdm(total=total, desc="episodes", unit="episode", file=sys.stderr) as progress:
         played = play_with_server(
             venv, client, args.episodes, args.samples, args.seed, settings, chat, on_episode=progress.update
         )
