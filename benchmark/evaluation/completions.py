@@ -200,7 +200,7 @@ class CompletionClient:
         # kept from call to call, so a caller asking turn by turn reuses the server's connections and
         # checks it once: the event loop they live in, openai's client, the cache; close() ends them
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.client = None
+        self.openai_client = None
         self.cache: CompletionCache | None = None
         self.server_checked = False
 
@@ -212,9 +212,9 @@ class CompletionClient:
 
     def close(self) -> None:
         """Close the connections to the server and the cache; the next :meth:`complete` opens them again."""
-        if self.client is not None:
-            self.run(self.client.close())
-            self.client = None
+        if self.openai_client is not None:
+            self.run(self.openai_client.close())
+            self.openai_client = None
         if self.loop is not None:
             self.loop.close()
             self.loop = None
@@ -294,23 +294,25 @@ class CompletionClient:
             on_done(done, total)
         if not asked:
             return results
-        if self.client is None:
-            self.client = openai.AsyncOpenAI(  # max_retries=0: the retry policy is this module's, so it is tested
-                base_url=self.base_url,
-                api_key=self.api_key,
-                timeout=self.timeout_s,
-                max_retries=0,
-                http_client=aiohttp_transport(),
+        if self.openai_client is None:
+            self.openai_client = (
+                openai.AsyncOpenAI(  # max_retries=0: the retry policy is this module's, so it is tested
+                    base_url=self.base_url,
+                    api_key=self.api_key,
+                    timeout=self.timeout_s,
+                    max_retries=0,
+                    http_client=aiohttp_transport(),
+                )
             )
         if not self.server_checked:
-            self.served_models = await self.listed_models(self.client)
+            self.served_models = await self.listed_models(self.openai_client)
             self.server_checked = True
         slots = asyncio.Semaphore(self.concurrency)
 
         async def ask(pending: Asked) -> None:
             nonlocal done
             async with slots:
-                completion = await self.ask_with_retries(self.client, pending.request)
+                completion = await self.ask_with_retries(self.openai_client, pending.request)
             if self.cache is not None and completion.error is None:
                 self.cache.put(pending.key, pending.request_json, completion.text)
             for index in pending.indices:

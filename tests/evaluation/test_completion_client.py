@@ -101,7 +101,7 @@ def test_a_client_checks_the_server_once_and_keeps_its_connections_until_closed(
         turns = [client.complete(REQUESTS[first : first + 4]) for first in range(0, len(REQUESTS), 4)]
         assert [completion.text for turn in turns for completion in turn] == reference_texts
         assert plain_server.stats()["models_requests"] == stats["models_requests"] + 1
-    assert client.client is None and client.loop is None  # closed
+    assert client.openai_client is None and client.loop is None  # closed
     client.complete(REQUESTS[:1])  # opens them again, and checks the server again
     assert plain_server.stats()["models_requests"] == stats["models_requests"] + 2
     client.close()
