@@ -7,7 +7,8 @@ or miss tasks). An entry with every task of the board, each with the same seeds,
 overall score, whatever its number of seeds; one without gets per-task scores, and its overall
 cells say why not. With fewer than 3 seeds every number is a point estimate, marked ``n=1``
 (or ``n=2``), with no interval. Entries are validated as untrusted input
-(``leaderboard.entry``). A board holds the entries of one board: ``--board`` picks one;
+(``leaderboard.entry``); entries with the same runs are shown once, the earliest dated
+(:func:`collect_entries`). A board holds the entries of one board: ``--board`` picks one;
 without it, inputs that span several boards (``runs/offline`` holds runs of ``offline-text``
 and ``offline-games``) compile each board into ``DIR/<board>/``. ``--boards FILE`` adds the boards of
 a file of yours (``[boards.<name>]`` tables, e.g. in the suite file): boards over your own tasks, scored
