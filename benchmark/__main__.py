@@ -51,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default: the command line) and run its command; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(arguments)
+    # the command line as given (evaluate records it in each result.json, so that an entry can re-run it)
+    args.command_argv = arguments
     return args.func(args)
 
 

@@ -30,6 +30,7 @@ from leaderboard.entry_schema import (
     entry_validator,
     schema_problem,
 )
+from leaderboard.evaluations import evaluation_problems
 from leaderboard.messages import field_path, shown
 from leaderboard.recipe import recipe_problems
 
@@ -108,6 +109,12 @@ def _rescore_problems(entry: dict[str, Any]) -> tuple[list[str], list[str]]:
     board = boards()[entry["board"]]
     if not board.replay_samples:
         return [], [f"samples not re-scored: board {board.name}'s games are not episodes of its single-agent envs"]
+    evaluation = entry.get("evaluation")
+    if evaluation is not None and evaluation["sampling"]["samples"] > 1:
+        return [], [
+            f"samples not re-scored: the evaluation played {evaluation['sampling']['samples']} samples of each "
+            "episode, and an entry's samples are not the board's first episodes"
+        ]
     problems = []
     wanted = min(MAX_SAMPLES, board.eval_episodes)
     for env_id, task in entry["tasks"].items():
@@ -163,6 +170,7 @@ def _board_problems(entry: dict[str, Any]) -> list[str]:
         )
     return (
         problems
+        + evaluation_problems(entry)
         + _seed_problems(tasks, present)
         + _metric_problems(tasks, present, board)
         + _size_problems(tasks, present, board)
@@ -266,14 +274,17 @@ def _consistency_problems(tasks: dict[str, Any], env_ids: list[str], board: Boar
 
 
 def _size_problems(tasks: dict[str, Any], env_ids: list[str], board: Board) -> list[str]:
-    """Final evaluations of the board's size: corpus metrics such as distinct-2 depend on it."""
+    """Final evaluations of the board's size (K times it for an evaluation of K samples per episode): corpus
+    metrics such as distinct-2 depend on it."""
     return [
         f"{field_path(('tasks', env_id, 'runs', index, 'final_eval', 'num_episodes'))}: "
         f"{run['final_eval']['num_episodes']}, "
         f"but board {board.name} scores final evaluations of {board.eval_episodes} episodes"
+        + (f" ({samples} samples of each)" if samples > 1 else "")
         for env_id in env_ids
         for index, run in enumerate(tasks[env_id]["runs"])
-        if run["final_eval"].get("num_episodes") != board.eval_episodes
+        if run["final_eval"].get("num_episodes")
+        != board.eval_episodes * (samples := run.get("sampling", {}).get("samples_per_episode", 1))
     ]
 
 

@@ -49,6 +49,8 @@ DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 JOB_NAME_PATTERN = "^[A-Za-z0-9_.-]{1,64}(/[A-Za-z0-9_.%-]{1,64}){1,3}$"
 LABEL_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.%-]{0,63}$"  #: never an option (verify passes labels to the harness)
 SUITE_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"  #: a file name in benchmark/suites/, never a path
+#: a K-sample statistic (lm_gym.results.samples_per_episode)
+STATISTIC_PATTERN = "^(mean|best|pass)@[0-9]{1,4}$|^spread$"
 
 _PATTERN_MEANINGS = {
     ENV_ID_PATTERN: "an env id (lm_gym/<Name>-v<N>)",
@@ -61,6 +63,7 @@ _PATTERN_MEANINGS = {
     JOB_NAME_PATTERN: "a job name (<task>/<algorithm>/seed<k>)",
     LABEL_PATTERN: "a label of the suite (letters, digits, '_.%-', starting with a letter or digit)",
     SUITE_NAME_PATTERN: "a suite's name (letters, digits, '_-', starting with a letter or digit)",
+    STATISTIC_PATTERN: "a K-sample statistic (mean@K, best@K, pass@k or spread)",
 }
 
 
@@ -114,6 +117,21 @@ _RUN = {
         },
         "wall_time_s": _number(0),
         "samples": {"type": "array", "maxItems": MAX_SAMPLES, "items": _SAMPLE},
+        "sampling": {  # an evaluation entry's run only: result.json's sampling (K samples per episode)
+            "type": "object",
+            "required": ["samples_per_episode", "statistics", "malformed_replies"],
+            "additionalProperties": False,
+            "properties": {
+                "samples_per_episode": _integer(1),
+                "statistics": {
+                    "type": "object",
+                    "maxProperties": MAX_METRICS,
+                    "propertyNames": {"pattern": STATISTIC_PATTERN},
+                    "additionalProperties": _number(),
+                },
+                "malformed_replies": _integer(0),
+            },
+        },
     },
 }
 
@@ -161,6 +179,45 @@ _RECIPE = {  # how the runs were made, for ``python -m leaderboard verify`` (see
     },
 }
 
+_EVALUATION = {  # what re-runs an evaluation entry's runs (python -m benchmark evaluate), see leaderboard.evaluations
+    "type": "object",
+    "required": ["suite", "tasks", "model", "model_digest", "base_url", "api", "chat", "sampling", "argv"]
+    + ["device", "versions"],
+    "additionalProperties": False,
+    "properties": {
+        "suite": _RECIPE["properties"]["suite"],
+        "tasks": _RECIPE["properties"]["tasks"],  # {env_id: the suite's task label}
+        "model": _text(TEXT_LENGTH, min_length=1),  # a hub name, a checkpoint's path, or the served model's name
+        "model_digest": {"type": ["string", "null"], "pattern": SHA256_PATTERN},  # a checkpoint's weights
+        "base_url": {"type": ["string", "null"], "maxLength": TEXT_LENGTH, "pattern": LINE_PATTERN},
+        "api": {"enum": ["chat", "completions", None]},  # a server's API (null: a local model)
+        "chat": {"type": "boolean"},
+        "sampling": {
+            "type": "object",
+            "required": ["episodes", "samples", "seed", "temperature", "top_p", "greedy"],
+            "additionalProperties": False,
+            "properties": {
+                "episodes": _integer(1),
+                "samples": _integer(1),
+                "seed": _integer(),
+                "temperature": _number(0),
+                "top_p": _number(0),
+                "greedy": {"type": "boolean"},
+            },
+        },
+        # the arguments after `python -m benchmark evaluate`, the --out folder written {out}
+        "argv": {"type": "array", "minItems": 1, "maxItems": MAX_ARGUMENTS, "items": _text(TEXT_LENGTH)},
+        "device": _RECIPE["properties"]["device"],
+        "versions": _RECIPE["properties"]["versions"],
+    },
+}
+
+
+def _runs_of_tasks(key: str, count: int) -> dict[str, Any]:
+    """A schema that bounds every task's number of runs (``key``: minItems or maxItems)."""
+    return {"properties": {"tasks": {"additionalProperties": {"properties": {"runs": {key: count}}}}}}
+
+
 #: The JSON Schema (2020-12) of a leaderboard entry. Patterns are matched against the whole
 #: string (as ECMA-262's ``^...$`` does; Python's ``$`` would also accept a final newline).
 ENTRY_SCHEMA: dict[str, Any] = {
@@ -193,6 +250,7 @@ ENTRY_SCHEMA: dict[str, Any] = {
         "config_hash": {"type": "string", "pattern": SHA256_PATTERN},
         "date": {"type": "string", "pattern": DATE_PATTERN, "format": "date"},
         "recipe": _RECIPE,  # optional: an entry without one cannot be verified
+        "evaluation": _EVALUATION,  # an evaluation entry's, in place of a recipe: a model evaluated, not trained
         "tasks": {
             "type": "object",
             "minProperties": 1,
@@ -202,11 +260,15 @@ ENTRY_SCHEMA: dict[str, Any] = {
                 "required": ["runs"],
                 "additionalProperties": False,
                 "properties": {
-                    "runs": {"type": "array", "minItems": MIN_RUNS, "maxItems": MAX_RUNS, "items": _RUN},
+                    "runs": {"type": "array", "minItems": 1, "maxItems": MAX_RUNS, "items": _RUN},
                 },
             },
         },
     },
+    # a trained entry's runs are MIN_RUNS seeds or more; an evaluation entry's, the one evaluation of each task
+    "if": {"required": ["evaluation"]},
+    "then": _runs_of_tasks("maxItems", 1),
+    "else": _runs_of_tasks("minItems", MIN_RUNS),
 }
 
 

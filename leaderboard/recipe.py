@@ -78,12 +78,17 @@ def build_recipe(by_task: Mapping[str, Sequence[tuple[Path, Mapping[str, Any]]]]
         "algorithm": algorithms.pop(),
         "tasks": labels,
         "device": str(first["device"])[:64],
-        "versions": {
-            key: value
-            for key, value in first["versions"].items()
-            if key in RECIPE_VERSIONS and re.fullmatch(r"[A-Za-z0-9.+_-]{1,64}", value)
-        },
+        "versions": recipe_versions(first["versions"]),
         "jobs": [{"name": name, "argv": argv} for name, argv in sorted(jobs.items())],
+    }
+
+
+def recipe_versions(versions: Mapping[str, str]) -> dict[str, str]:
+    """The versions of a result.json that a recipe records (:data:`RECIPE_VERSIONS`, those a version's pattern fits)."""
+    return {
+        key: value
+        for key, value in versions.items()
+        if key in RECIPE_VERSIONS and re.fullmatch(r"[A-Za-z0-9.+_-]{1,64}", value)
     }
 
 
@@ -155,7 +160,7 @@ def recipe_problems(entry: dict[str, Any]) -> list[str]:
     if name != board.suite:
         return [f"recipe.suite: {shown(name)}, but board {board.name} scores the runs of suite {board.suite}"]
     try:
-        suite = _suite_of(name, board)
+        suite = suite_of(name, board)
     except SuiteError as error:
         return [f"recipe.suite: {error}"]
     if suite is None:
@@ -192,7 +197,7 @@ def recipe_problems(entry: dict[str, Any]) -> list[str]:
     return _job_problems(recipe["jobs"], suite_jobs, f"suite {name}", f"{algorithm} on seeds {seeds}")
 
 
-def _suite_of(name: str, board: Board) -> Suite | None:
+def suite_of(name: str, board: Board) -> Suite | None:
     """The suite ``name`` as :func:`recipe_problems` finds it; None where no file defines it."""
     if name in _SUITE_FILES:
         return load_suite(str(_SUITE_FILES[name]))

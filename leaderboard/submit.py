@@ -67,12 +67,20 @@ from leaderboard.entry_schema import (
     EntryError,
     canonical_json,
 )
+from leaderboard.evaluations import (
+    EvaluationRunsError,
+    evaluation_model,
+    evaluation_of_runs,
+    is_evaluation,
+    suite_of_command,
+)
 from leaderboard.recipe import build_recipe
 from leaderboard.replay import EVAL_SEED
 from leaderboard.texts import LINE_REFUSED_CHARACTERS, sample_text
 from lm_gym.core.errors import LMGymError
 from lm_gym.results import RESULT_FILE, ResultFormatError, load_result
 from lm_gym.results.harness_job import HarnessJobError, read_harness_job
+from lm_gym.results.run_result import EVALUATION_ALGORITHM
 
 DIRTY_SUFFIX = "-dirty"  #: how result.json's git_commit marks a working tree with uncommitted changes
 #: config keys that differ between the seeds of one experiment by design (paths, logging, device)
@@ -104,9 +112,10 @@ def build_entry(
     per task and the tasks the runs have (the entry then has per-task scores only)."""
     run_dirs = [Path(run_dir) for run_dir in run_dirs]
     runs = _runs_of_algorithm(_load_runs(run_dirs), algorithm)
+    evaluated = is_evaluation(runs[0][1])  # one algorithm: all of them evaluations, or none
     board = board or _board_of_runs(runs, partial)
     by_task = _runs_by_task(runs, board, partial)
-    _check_seeds(by_task, partial)
+    _check_seeds(by_task, partial, evaluated)
     _check_evaluations(by_task, boards()[board])
     roots = [run_dir.resolve() for run_dir in run_dirs]
     configs = {env_id: _shared_config(env_id, task_runs, roots) for env_id, task_runs in by_task.items()}
@@ -114,7 +123,7 @@ def build_entry(
         "schema_version": SCHEMA_VERSION,
         "name": name,
         "method": method or runs[0][1]["algorithm"],
-        "model": model or _model_from_configs(by_task, roots),
+        "model": model or _model_from_configs(by_task, roots, evaluated),
         "description": description,
         "board": board,
         "library_version": _shared_value(
@@ -132,11 +141,11 @@ def build_entry(
     if partial:  # built from result.json files, which were validated; the counts of a submission do not apply
         return entry
     try:
-        recipe = build_recipe(by_task)
-    except HarnessJobError as error:
+        recipe = evaluation_of_runs(by_task) if evaluated else build_recipe(by_task)
+    except (HarnessJobError, EvaluationRunsError) as error:
         raise SubmitError(str(error)) from None
     if recipe is not None:
-        entry["recipe"] = recipe
+        entry["evaluation" if evaluated else "recipe"] = recipe
     try:
         validate_entry(entry, rescore=False)  # validate re-scores the samples; submit builds from the runs at hand
     except EntryError as error:
@@ -230,6 +239,14 @@ def _load_runs(run_dirs: list[Path]) -> list[Run]:
 def _runs_of_algorithm(runs: list[Run], algorithm: str | None) -> list[Run]:
     found = sorted({result["algorithm"] for _, result in runs})
     if algorithm is None:
+        evaluations = [path for path, result in runs if is_evaluation(result)]
+        if evaluations and len(evaluations) < len(runs):
+            trained = ", ".join(name for name in found if name != EVALUATION_ALGORITHM)
+            raise SubmitError(
+                f"the folders hold evaluation runs (python -m benchmark evaluate, e.g. {evaluations[0]}) and training "
+                f"runs ({trained}): an entry is a model evaluated or a method trained, never both; submit them as "
+                f"two entries (--algorithm {EVALUATION_ALGORITHM}, or --algorithm with the training algorithm)"
+            )
         if len(found) > 1:
             raise SubmitError(
                 f"the folders hold runs of several algorithms ({', '.join(found)}): pick one with --algorithm"
@@ -245,7 +262,7 @@ def _board_of_runs(runs: list[Run], partial: bool = False) -> str:
     """The board of the suite (or board) the runs name that has every task of the runs (``partial``, a runs
     folder's board: the one that has most of them, when no board has all). A run of the harness names its suite
     in its job record; another run (or one of a harness older than the records' fields) by a folder on its path."""
-    parts = {name for path, _ in runs for name in _suite_names(path.parent)}
+    parts = {name for path, result in runs for name in _suite_names(path.parent, result)}
     named = [board for board in boards().values() if board.name in parts or board.suite in parts]
     if not named:  # boards of your own (--boards) need no folder named after them
         named = [board for board in boards().values() if board.defined_in is not None]
@@ -273,8 +290,12 @@ def _board_of_runs(runs: list[Run], partial: bool = False) -> str:
     raise SubmitError(f"the runs fit several boards ({', '.join(found)}): pass --board")
 
 
-def _suite_names(run_dir: Path) -> set[str]:
-    """The suite a run's job record names; without a record that names one, the folders on the run's path."""
+def _suite_names(run_dir: Path, result: dict[str, Any]) -> set[str]:
+    """The suite a run's job record names (an evaluation's: its command's --suite); without a record that names
+    one, the folders on the run's path."""
+    suite = suite_of_command(result["config"]) if is_evaluation(result) else None
+    if suite is not None:
+        return {suite}
     try:
         return {read_harness_job(run_dir).suite}
     except HarnessJobError:
@@ -306,7 +327,7 @@ def _runs_by_task(runs: list[Run], board: str, partial: bool = False) -> dict[st
     return {env_id: sorted(by_task[env_id], key=lambda run: run[1]["seed"]) for env_id in tasks if env_id in by_task}
 
 
-def _check_seeds(by_task: dict[str, list[Run]], partial: bool = False) -> None:
+def _check_seeds(by_task: dict[str, list[Run]], partial: bool = False, evaluated: bool = False) -> None:
     for env_id, runs in by_task.items():
         path_of_seed: dict[int, Path] = {}
         for path, result in runs:
@@ -317,7 +338,12 @@ def _check_seeds(by_task: dict[str, list[Run]], partial: bool = False) -> None:
             path_of_seed[result["seed"]] = path
         if partial:
             continue
-        if not MIN_RUNS <= len(runs) <= MAX_RUNS:
+        if evaluated and len(runs) > 1:
+            raise SubmitError(
+                f"{env_id}: {len(runs)} evaluations ({', '.join(map(str, path_of_seed.values()))}); an evaluation "
+                "entry holds one per task, of the board's episodes"
+            )
+        if not evaluated and not MIN_RUNS <= len(runs) <= MAX_RUNS:
             seeds = ", ".join(map(str, path_of_seed))
             raise SubmitError(
                 f"{env_id}: {len(runs)} seeds ({seeds}); an entry needs {MIN_RUNS} to {MAX_RUNS} per task"
@@ -351,13 +377,15 @@ def _check_evaluations(by_task: dict[str, list[Run]], board: Board) -> None:
                 )
             if missing:
                 raise SubmitError(f"{path}: final_eval lacks {', '.join(missing)}, which the board scores {env_id} on")
-            eval_seed = result["config"].get("eval_seed", EVAL_SEED)
+            # an evaluation's seed is that of its episodes; a training run's, of its training
+            eval_seed = result["seed"] if is_evaluation(result) else result["config"].get("eval_seed", EVAL_SEED)
             if eval_seed != EVAL_SEED:
                 raise SubmitError(
                     f"{path}: the final evaluation played the episodes of --eval-seed {eval_seed}; every board scores "
                     f"the same episodes, those of --eval-seed {EVAL_SEED} (episode j reset with seed {EVAL_SEED} + j)"
                 )
-            if result["final_eval"]["num_episodes"] != board.eval_episodes:
+            samples = (result.get("sampling") or {}).get("samples_per_episode", 1)
+            if result["final_eval"]["num_episodes"] != board.eval_episodes * samples:
                 raise SubmitError(
                     f"{path}: the final evaluation played {result['final_eval']['num_episodes']} episodes; "
                     f"board {board.name} scores evaluations of {board.eval_episodes} "
@@ -415,7 +443,9 @@ def _shared_value(
     return values.pop()
 
 
-def _model_from_configs(by_task: dict[str, list[Run]], roots: list[Path]) -> str:
+def _model_from_configs(by_task: dict[str, list[Run]], roots: list[Path], evaluated: bool = False) -> str:
+    if evaluated:
+        return _one_line(evaluation_model(next(iter(by_task.values()))[0][1]["config"]), MODEL_LENGTH)
     models = {env_id: _model_of(runs[0][1]["config"], roots) for env_id, runs in by_task.items()}
     if None in models.values():
         env_id = next(env_id for env_id, model in models.items() if model is None)
@@ -480,13 +510,24 @@ def _describe_model_config(model_config: Any) -> str:
 
 
 def _entry_run(result: dict[str, Any]) -> dict[str, Any]:
+    sampling = result.get("sampling")
     return {
+        **({"sampling": _entry_sampling(sampling)} if sampling else {}),
         "seed": result["seed"],
         "final_eval": dict(result["final_eval"]),
         "initial_eval": None if result["initial_eval"] is None else dict(result["initial_eval"]),
         "curve": _curve(result["curves"]),
         "wall_time_s": result["wall_time_s"],
         "samples": [_sample(sample) for sample in (result.get("samples") or [])[:MAX_SAMPLES]],
+    }
+
+
+def _entry_sampling(sampling: dict[str, Any]) -> dict[str, Any]:
+    """An evaluation's K-sample statistics as an entry states them."""
+    return {
+        "samples_per_episode": sampling["samples_per_episode"],
+        "statistics": dict(sampling["statistics"]),
+        "malformed_replies": sampling["malformed_replies"],
     }
 
 

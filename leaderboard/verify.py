@@ -20,6 +20,14 @@ the harness, ``python -m benchmark run --suite <suite> --tasks ... --algos <algo
   the same torch and lm-gym versions as the recipe states and the entry's lm-gym commit; otherwise within the
   entry's seed spread of that key (the largest minus the smallest over its runs) plus that tolerance.
 
+An evaluation entry (``leaderboard.evaluations``) has no recipe: :func:`verify_entry` re-runs its evaluation of a
+local model, ``python -m benchmark evaluate --suite <the checkout's suite file> ...`` with the flags of its recorded
+command that set the model and the sampling (:data:`RERUN_FLAGS`; a command with others, which name files,
+servers or keys, is not re-run), checks that the checkpoint's digest is the entry's (other weights: refused)
+and compares every task's ``final_eval`` and K-sample statistics as above (one run: its spread is nothing). An
+evaluation of a server's model is not re-run: nothing ties the weights a URL answers with to those it answered
+with (``not verified``).
+
 The command prints ``ENTRY: verified (N seeds re-run: ...)``, ``ENTRY: refused: the re-run disagrees: ...``
 (each key named, with both numbers) or ``ENTRY: not verified: <reason>``; exit status 0 only when verified.
 ``--record-into DIR`` writes the outcome to ``DIR/<entry file name>`` (:func:`write_record`), which
@@ -44,6 +52,7 @@ from typing import Any
 from leaderboard.boards import add_boards_argument, boards, load_boards_files
 from leaderboard.entry import check_entry_file, entry_file_name
 from leaderboard.entry_schema import EntryError, canonical_json
+from leaderboard.evaluations import command_flags
 from leaderboard.messages import field_path
 from leaderboard.recipe import CHECKOUT, recipe_argument, use_suite_files
 from lm_gym.core.errors import LMGymError
@@ -51,6 +60,12 @@ from lm_gym.results import git_commit, library_versions
 from lm_gym.results.harness_job import HARNESS_JOB_FILE, read_harness_job
 
 EXACT_TOLERANCE = 1e-6  #: relative difference allowed between a deterministic re-run and the entry
+#: the flags of an evaluation's command that verify passes on: the tasks, the model and its sampling
+RERUN_FLAGS = (
+    "--tasks", "--model", "--episodes", "--samples", "--seed", "--temperature", "--top-p", "--greedy",
+    "--max-tokens", "--max-prompt-length", "--batch-size", "--success-metric", "--chat", "--no-chat", "--dtype",
+    "--device",
+)  # fmt: skip
 SUITES_DIR = CHECKOUT / "benchmark" / "suites"
 
 
@@ -86,6 +101,8 @@ def verify_entry(
     extra_args: list[str] | None = None,
 ) -> Verification:
     """Re-run the recipe of ``entry`` (valid) for its first ``seeds`` seeds on ``tasks``, and compare (see above)."""
+    if "evaluation" in entry:
+        return _verify_evaluation(entry, suite, out)
     recipe = entry.get("recipe")
     if recipe is None:
         return Verification(None, reason="the entry has no recipe (it was not built from harness runs)")
@@ -158,6 +175,68 @@ def verify_entry(
             f"(the entry's runs came from lm-gym {entry['git_commit']}, this checkout is {here}: "
             "a change of the code since also makes a re-run differ)",
         )
+    return result
+
+
+def _verify_evaluation(entry: dict[str, Any], suite: str | Path | None, out: str | Path | None) -> Verification:
+    """Re-run the evaluation of ``entry`` (valid, an evaluation entry's) and compare (see above)."""
+    evaluation = entry["evaluation"]
+    if evaluation["base_url"] is not None:
+        return Verification(
+            None,
+            reason=f"the entry evaluated {evaluation['model']!r} served at {evaluation['base_url']}: a server's model "
+            "is not re-run (nothing ties the weights it answers with now to those it answered with)",
+        )
+    flags = command_flags(evaluation["argv"])
+    others = sorted(set(flags) - set(RERUN_FLAGS) - {"--suite", "--out"})
+    if others:
+        return Verification(
+            None, reason=f"the evaluation's command passes {', '.join(others)}, which verify does not re-run"
+        )
+    model = Path(evaluation["model"])
+    if evaluation["model_digest"] is not None and not model.is_dir():
+        return Verification(None, reason=f"no checkpoint at {model}, the model the entry evaluated")
+    suite_file = Path(suite) if suite is not None else SUITES_DIR / f"{evaluation['suite']}.toml"
+    if not suite_file.is_file():
+        return Verification(None, reason=f"no suite file {suite_file} (pass --suite FILE)")
+    device = [] if "--device" in flags or not evaluation["device"].startswith("cpu") else ["--device", "cpu"]
+    passed = [part for flag in RERUN_FLAGS if flag in flags for part in (flag, *flags[flag])]
+    exact = _same_setup(
+        evaluation, same_code=entry["git_commit"] is not None and entry["git_commit"] == git_commit(CHECKOUT)
+    )
+    result = Verification(True, seeds=[evaluation["sampling"]["seed"]], tasks=list(entry["tasks"]), exact=exact)
+    with tempfile.TemporaryDirectory(prefix="lm-gym-verify-") as scratch:
+        out_dir = Path(out) if out is not None else Path(scratch)
+        command = [sys.executable, "-m", "benchmark", "evaluate", "--suite", str(suite_file), *passed, *device]
+        environment = _environment()  # the evaluation samples with the baselines' toolkit (baselines/lm_toolkit)
+        environment["PYTHONPATH"] = os.pathsep.join([str(CHECKOUT / "baselines"), environment["PYTHONPATH"]])
+        done = subprocess.run(
+            [*command, "--out", str(out_dir)], cwd=CHECKOUT, capture_output=True, text=True, env=environment
+        )
+        for env_id, label in evaluation["tasks"].items():
+            path = out_dir / label / "result.json"
+            if not path.is_file():
+                tail = (done.stdout + done.stderr)[-1500:]
+                return Verification(None, reason=f"the re-run of {label} wrote no result.json: {tail}")
+            rerun = json.loads(path.read_text())
+            digest = rerun["config"].get("model_digest")
+            if digest != evaluation["model_digest"]:
+                result.problems.append(
+                    f"evaluation.model_digest: the checkpoint at {model} is {digest}, not the entry's "
+                    f"{evaluation['model_digest']}: other weights"
+                )
+                break
+            stated = entry["tasks"][env_id]["runs"][0]
+            result.problems += _disagreements(entry, env_id, 0, stated["final_eval"], rerun["final_eval"], exact)
+            result.problems += [
+                f"{field_path(('tasks', env_id, 'runs', 0, 'sampling', 'statistics', key))}: {value!r}, the re-run "
+                f"{rerun['sampling']['statistics'].get(key)!r}"
+                for key, value in stated["sampling"]["statistics"].items()
+                if not math.isclose(
+                    rerun["sampling"]["statistics"].get(key, math.nan), value, rel_tol=EXACT_TOLERANCE, abs_tol=1e-9
+                )
+            ]
+    result.agrees = not result.problems
     return result
 
 

@@ -204,6 +204,8 @@ def evaluate_task(args: argparse.Namespace, env_id: str, env_kwargs: dict[str, A
             "top_p": args.top_p,
             "greedy": args.greedy,
             "batch_size": args.batch_size,
+            # the arguments after `python -m benchmark evaluate`: what re-runs this evaluation (a board's recipe)
+            "command": args.command_argv[args.command_argv.index("evaluate") + 1 :],
             **config,
         },
         initial_eval=None,
