@@ -197,9 +197,13 @@ def compile_board(
         data["entries"].append(_entry_data(f"e{index}", name, entry, points, reps, seed, unscored))
         data["entries"][-1]["verification"] = verify.verification_label(verify.read_record(entry, verifications))
         data["entries"][-1]["flags"] = entry_flags(entry)
-    # rliable's probability of improvement is over the task scores of every task
-    scored = [] if unscored["task"] else entries
-    data["improvement"] = _improvement(scored, data["entries"], points, poi_reps, seed)
+    # rliable's probability of improvement is over the task scores of every task, between distributions of
+    # training runs: an evaluation entry's one evaluation per task is no such distribution
+    trained = [(entry, item) for entry, item in zip(entries, data["entries"]) if item["kind"] == "trained"]
+    scored = [] if unscored["task"] else trained
+    data["improvement"] = _improvement(
+        [entry for entry, _ in scored], [item for _, item in scored], points, poi_reps, seed
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     data["plots"] = _plots(entries, data, out_dir, tasks)
     (out_dir / "board.json").write_text(json.dumps(data, indent=1, allow_nan=False))
@@ -266,6 +270,12 @@ def _entry_data(
         "overall": overall,
         "tasks": per_task,
         "samples": {env_id: task["runs"][0].get("samples", []) for env_id, task in tasks.items()},
+        # an evaluation entry's rows stand apart from the trained ones (docs/leaderboard.md, "Evaluation entries")
+        "kind": "evaluation" if "evaluation" in entry else "trained",
+        "label": EVALUATION_LABEL if "evaluation" in entry else "trained",
+        "sampling": {
+            env_id: task["runs"][0]["sampling"] for env_id, task in tasks.items() if "sampling" in task["runs"][0]
+        },
     }
 
 
@@ -313,6 +323,14 @@ def _plots(entries: list[dict[str, Any]], data: dict[str, Any], out_dir: Path, t
     return {"curves": curves, "scores": scores}
 
 
+EVALUATION_LABEL = "evaluated, not trained"  #: how the board marks an evaluation entry's rows
+EVALUATION_NOTE = (
+    "A model evaluated as it is (python -m benchmark evaluate): one evaluation per task of the board's episodes, "
+    "K samples of each, scored as the trained entries' runs are; shown apart and left out of the probability of "
+    "improvement, which compares distributions over training seeds."
+)
+
+
 def to_markdown(data: dict[str, Any]) -> str:
     """The overall table, then a table per task (scores and raw metrics, value [95% CI] or value (n=1))."""
     lines = [f"# lm-gym leaderboard: {data['board']['name']}", "", escape_markdown(data["board"]["description"]), ""]
@@ -327,24 +345,29 @@ def to_markdown(data: dict[str, Any]) -> str:
         "naturalness (IQM)",
         "verification",
     ]
-    rows = [
-        [
-            item["name"],
-            item["method"],
-            item["model"],
-            str(len(item["seeds"])),
-            *(_cell(item["overall"][key]) for key in ("task_iqm", "task_mean", "naturalness_iqm")),
-            item.get("verification", "not verified"),
+    for kind, title in (("trained", None), ("evaluation", f"Evaluated, not trained ({EVALUATION_LABEL})")):
+        rows = [
+            [
+                item["name"],
+                item["method"],
+                item["model"],
+                str(len(item["seeds"])),
+                *(_cell(item["overall"][key]) for key in ("task_iqm", "task_mean", "naturalness_iqm")),
+                item.get("verification", "not verified"),
+            ]
+            for item in data["entries"]
+            if item["kind"] == kind
         ]
-        for item in data["entries"]
-    ]
-    lines += markdown_table(header, rows)
+        if rows and title:
+            lines += ["", f"## {title}", "", EVALUATION_NOTE, ""]
+        lines += markdown_table(header, rows) if rows else []
+    lines += _sampling_markdown(data)
     lines += _improvement_markdown(data)
     for env_id in data["tasks"]:
         metrics = data["metrics"][env_id]
         rows = [
             [
-                item["name"],
+                item["name"] + (f" ({EVALUATION_LABEL})" if item["kind"] == "evaluation" else ""),
                 str(task["num_runs"]),
                 _cell(task["task_score"]),
                 _cell(task["naturalness_score"]),
@@ -356,6 +379,25 @@ def to_markdown(data: dict[str, Any]) -> str:
         header = ["entry", "runs", "task score", "naturalness", *metrics]
         lines += ["", f"## {env_id}", "", *markdown_table(header, rows)]
     return "\n".join(lines) + "\n"
+
+
+def _sampling_markdown(data: dict[str, Any]) -> list[str]:
+    """The evaluation entries' K-sample statistics, a row per entry and task."""
+    rows = [
+        [
+            item["name"],
+            data["task_labels"][env_id],
+            str(sampling["samples_per_episode"]),
+            ", ".join(f"{key} {value:.4g}" for key, value in sorted(sampling["statistics"].items())),
+            str(sampling["malformed_replies"]),
+        ]
+        for item in data["entries"]
+        for env_id, sampling in item["sampling"].items()
+    ]
+    if not rows:
+        return []
+    table = markdown_table(["entry", "task", "samples per episode (K)", "statistics", "malformed replies"], rows)
+    return ["", "## K-sample statistics of the evaluations", "", *table]
 
 
 def _improvement_markdown(data: dict[str, Any]) -> list[str]:

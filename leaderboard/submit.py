@@ -34,6 +34,11 @@ out silently would change the entry) and builds the entry of ``leaderboard/READM
   most 200 points, first and last kept; ``samples``, the first 5 of ``result.json``'s
   ``samples`` when it has them, their texts cleaned of refused characters and cut to 2,000.
 
+**Evaluation runs** (``python -m benchmark evaluate``, algorithm ``eval``) make an evaluation entry
+(:mod:`leaderboard.evaluations`): one run per task, its K-sample statistics, and an ``evaluation`` from the
+runs' configs in place of the recipe; the board is the one of the suite their command names. Evaluation and
+training runs in the folders without ``--algorithm`` are refused: an entry is one or the other.
+
 The entry is validated (:func:`leaderboard.entry_checks.validate_entry`) before it is returned, and the
 command writes its canonical JSON; it warns (stderr) when the runs' commit is ``-dirty``: made by a working tree
 with uncommitted changes, which no one can check out to re-run them. Exit status: 0 written, 1 the runs do not
@@ -43,6 +48,7 @@ make an entry (the message says why), 2 a usage error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
@@ -139,6 +145,9 @@ def build_entry(
         },
     }
     if partial:  # built from result.json files, which were validated; the counts of a submission do not apply
+        if evaluated:  # a runs folder's evaluations get their own rows on its board, as entries' do
+            with contextlib.suppress(EvaluationRunsError):
+                entry["evaluation"] = evaluation_of_runs(by_task)
         return entry
     try:
         recipe = evaluation_of_runs(by_task) if evaluated else build_recipe(by_task)
