@@ -30,6 +30,10 @@ Outputs in ``DIR``:
 * ``index.html``: the web page, working from the file system with no server: the board's data
   inline, a sortable table, a task filter, the probability-of-improvement matrix, the plots,
   each entry's metadata and samples.
+  Evaluation entries (a model evaluated, not trained: ``leaderboard.evaluations``) have rows of their own
+  below the trained entries, marked ``evaluated, not trained``, with their K-sample statistics (``board.json``:
+  ``kind``, ``label``, ``sampling``; ``board.md``: a table of them and one of their statistics); they are
+  scored as trained entries' runs are, one run per task, and left out of the probability of improvement.
   Every text reaches the page as data and is inserted with ``textContent``, so an entry
   named ``<script>...`` shows as that text.
 """
@@ -68,6 +72,12 @@ from lm_gym.results.stats import escape_markdown, format_estimate, markdown_tabl
 
 PAGE_TEMPLATE = Path(__file__).with_name("page.html")
 SAME_ENTRY = "same entry"  # the improvement matrix's diagonal
+EVALUATION_LABEL = "evaluated, not trained"  #: how the board marks an evaluation entry's rows
+EVALUATION_NOTE = (
+    "A model evaluated as it is (python -m benchmark evaluate): one evaluation per task of the board's episodes, "
+    "K samples of each, scored as the trained entries' runs are; shown apart and left out of the probability of "
+    "improvement, which compares distributions over training seeds."
+)
 
 
 DEFAULT_VERIFICATIONS = Path(__file__).with_name("verifications")  #: verify's records of the accepted entries
@@ -323,14 +333,6 @@ def _plots(entries: list[dict[str, Any]], data: dict[str, Any], out_dir: Path, t
     return {"curves": curves, "scores": scores}
 
 
-EVALUATION_LABEL = "evaluated, not trained"  #: how the board marks an evaluation entry's rows
-EVALUATION_NOTE = (
-    "A model evaluated as it is (python -m benchmark evaluate): one evaluation per task of the board's episodes, "
-    "K samples of each, scored as the trained entries' runs are; shown apart and left out of the probability of "
-    "improvement, which compares distributions over training seeds."
-)
-
-
 def to_markdown(data: dict[str, Any]) -> str:
     """The overall table, then a table per task (scores and raw metrics, value [95% CI] or value (n=1))."""
     lines = [f"# lm-gym leaderboard: {data['board']['name']}", "", escape_markdown(data["board"]["description"]), ""]
@@ -345,7 +347,7 @@ def to_markdown(data: dict[str, Any]) -> str:
         "naturalness (IQM)",
         "verification",
     ]
-    for kind, title in (("trained", None), ("evaluation", f"Evaluated, not trained ({EVALUATION_LABEL})")):
+    for kind, title in (("trained", None), ("evaluation", "Evaluated, not trained (zero-shot)")):
         rows = [
             [
                 item["name"],

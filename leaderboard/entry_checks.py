@@ -6,7 +6,8 @@ schema cannot say: the entry's tasks are exactly its board's, seeds are distinct
 across tasks (the stratified bootstrap needs as many runs of every task), every run's ``final_eval`` holds
 the metrics ``boards.toml`` scores its task on, over the board's ``eval_episodes`` episodes, the numbers lie
 in the ranges their task or metric declares, the runs are consistent, the samples replay to what they state,
-and the recipe's jobs are those its suite runs (``leaderboard.recipe``). A refusal is an
+and the recipe's jobs are those its suite runs (``leaderboard.recipe``); an evaluation entry's command and
+K-sample statistics are those of its runs (``leaderboard.evaluations``). A refusal is an
 :class:`~leaderboard.entry_schema.EntryError` whose message names each field, e.g.
 ``tasks["lm_gym/IMDB-v0"].runs[2].final_eval.mean_return: nan is not a finite number``. Untrusted text in
 messages is quoted and cut short (``leaderboard.messages``), so printing one is safe on a terminal.

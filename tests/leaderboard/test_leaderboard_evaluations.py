@@ -165,7 +165,14 @@ def test_compile_shows_evaluation_entries_in_their_own_rows(entry, tmp_path):
     assert item["sampling"][IMDB]["samples_per_episode"] == 2
     assert "mean@2" in item["sampling"][IMDB]["statistics"]
     assert data["improvement"]["entries"] == []  # one evaluation seed: no distribution of training runs to compare
-    assert "evaluated, not trained" in (tmp_path / "site" / "board.md").read_text()
+    markdown = (tmp_path / "site" / "board.md").read_text()
+    assert (
+        "## Evaluated, not trained (zero-shot)" in markdown and "## K-sample statistics of the evaluations" in markdown
+    )
+    assert "tiny gpt2 (evaluated, not trained)" in markdown  # its rows of the per-task tables
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert '"kind": "evaluation"' in page or '"kind":"evaluation"' in page
+    assert "Evaluated, not trained (zero-shot)" in page
 
 
 def test_verify_reruns_a_local_model_and_checks_its_digest(entry, model_dir, tmp_path):
