@@ -152,6 +152,14 @@ def test_validate_refuses_tampered_numbers_and_commands(entry):
     fewer["evaluation"]["argv"][fewer["evaluation"]["argv"].index("--episodes") + 1] = "2"
     with pytest.raises(EntryError, match='--episodes "2", but board pair.s eval_episodes is 4'):
         validate_entry(fewer, rescore=False)
+    served = copy.deepcopy(entry)  # a server named by the entry, not by the command that made its runs
+    served["evaluation"].update(base_url="http://localhost:8000/v1", api="chat", model_digest=None)
+    with pytest.raises(EntryError, match="--base-url absent, but evaluation.base_url is"):
+        validate_entry(served, rescore=False)
+    trained = copy.deepcopy(entry)
+    del trained["evaluation"]
+    with pytest.raises(EntryError, match="runs: has 1 items, at least 3 allowed"):
+        validate_entry(trained, rescore=False)
     seeds = copy.deepcopy(entry)
     seeds["tasks"][IMDB]["runs"].append(copy.deepcopy(seeds["tasks"][IMDB]["runs"][0]))
     with pytest.raises(EntryError, match="runs: has 2 items, at most 1 allowed"):
