@@ -1,15 +1,14 @@
 """``python -m benchmark evaluate``'s speed with a local model, next to the baselines' own evaluation and
 to ``model.generate`` in a loop.
 
-    python benchmark/perf/evaluate_throughput.py [--episodes 128] [--batch-size 64] [--threads 2] [--repeats 2]
+    python -m benchmark.perf.evaluate_throughput [--episodes 128] [--batch-size 64] [--threads 2] [--repeats 2]
 
 The standard perf workload (``benchmark/perf/workload.py``): ``lm_gym/Prompts-v0``'s 64-word synthetic
 prompts, exactly 48 new tokens at temperature 1, the workload's GPT-2 (4 layers x 256, its 4,000-word
 tokenizer). Three contenders play the same validation episodes, each timed from its set-up (the env, the
 tokenizer, the model loaded from its directory) to its numbers:
 
-* ``evaluate``: ``python -m benchmark evaluate --env-id lm_gym/Prompts-v0 --model DIR`` (its own process,
-  timed by its ``result.json``'s ``wall_time_s``: from its set-up on, the interpreter's start aside);
+* ``evaluate``: ``python -m benchmark evaluate --env-id lm_gym/Prompts-v0 --model DIR`` (in this process);
 * ``baselines' evaluation``: what a baseline's ``--eval-episodes`` runs: ``lm_toolkit.tasks.task_setup``,
   ``load_policy`` and ``lm_toolkit.rollouts.evaluate`` (the same sampler);
 * ``generate loop``: one episode at a time, ``model.generate(do_sample=True)`` then ``env.step``, as a script
@@ -17,41 +16,37 @@ tokenizer, the model loaded from its directory) to its numbers:
 
 It prints episodes per second and the ratios, with the goals: ``evaluate`` at least 0.9x the baselines'
 evaluation (it is the same sampler) and at least 2x the ``generate`` loop. Each contender's best of
-``--repeats`` runs counts.
+``--repeats`` runs counts (all in this one process, so each contender's later runs are warm alike).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import gymnasium
 import torch
-import workload  # noqa: E402  (beside this script)
 
+from benchmark.__main__ import main as benchmark_main
+from benchmark.perf import workload
 from lm_gym.core.task_setup import policy_tokenizer
 from lm_toolkit.models import load_policy
 from lm_toolkit.rollouts import TextPolicy, evaluate
 from lm_toolkit.tasks import Lengths, task_setup
 
-ROOT = Path(__file__).resolve().parents[2]
 ENV_ID = "lm_gym/Prompts-v0"
 GOALS = {"baselines' evaluation": 0.9, "generate loop": 2.0}
 
 
-def run_evaluate_command(model_dir: Path, episodes: int, batch_size: int, threads: int, out: Path) -> float:
+def run_evaluate_command(model_dir: Path, episodes: int, batch_size: int, out: Path) -> float:
+    start = time.perf_counter()
     flags = ["--env-id", ENV_ID, "--model", str(model_dir), "--episodes", str(episodes)]
-    flags += ["--batch-size", str(batch_size)]
-    command = [sys.executable, "-m", "benchmark", "evaluate", *flags, "--out", str(out)]
-    environment = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    subprocess.run(command, cwd=ROOT, env=environment, check=True, capture_output=True)
-    return json.loads((out / "lm_gym_Prompts-v0" / "result.json").read_text())["wall_time_s"]
+    status = benchmark_main(["evaluate", *flags, "--batch-size", str(batch_size), "--out", str(out)])
+    if status != 0:
+        raise RuntimeError(f"python -m benchmark evaluate exited with {status}")
+    return time.perf_counter() - start
 
 
 def run_baselines_evaluation(model_dir: Path, episodes: int, batch_size: int) -> float:
@@ -100,9 +95,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         model_dir = workload.build(args.workload_dir or scratch)
         contenders = {
-            "evaluate": lambda: run_evaluate_command(
-                model_dir, args.episodes, args.batch_size, args.threads, Path(scratch) / "out"
-            ),
+            "evaluate": lambda: run_evaluate_command(model_dir, args.episodes, args.batch_size, Path(scratch) / "out"),
             "baselines' evaluation": lambda: run_baselines_evaluation(model_dir, args.episodes, args.batch_size),
             "generate loop": lambda: run_generate_loop(model_dir, args.episodes),
         }
