@@ -208,11 +208,8 @@ def _verify_evaluation(entry: dict[str, Any], suite: str | Path | None, out: str
     with tempfile.TemporaryDirectory(prefix="lm-gym-verify-") as scratch:
         out_dir = Path(out) if out is not None else Path(scratch)
         command = [sys.executable, "-m", "benchmark", "evaluate", "--suite", str(suite_file), *passed, *device]
-        # the evaluation samples with the baselines' toolkit: the checkout's, where lm-gym is not installed with it
-        environment = _environment()
-        environment["PYTHONPATH"] = os.pathsep.join([str(CHECKOUT / "baselines"), environment["PYTHONPATH"]])
         done = subprocess.run(
-            [*command, "--out", str(out_dir)], cwd=CHECKOUT, capture_output=True, text=True, env=environment
+            [*command, "--out", str(out_dir)], cwd=CHECKOUT, capture_output=True, text=True, env=_environment()
         )
         for env_id, label in evaluation["tasks"].items():
             path = out_dir / label / "result.json"
