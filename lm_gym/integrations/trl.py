@@ -35,7 +35,8 @@ Single-turn (CommonGen)::
 Multi-turn (Wordle) adds ``rollout_func=rollout_function("lm_gym/Wordle-v0")`` to the trainer.
 
 A served task (docs/serving.md): ``env_id="lm_gym/Remote-v0"`` with ``url=...`` among the env
-kwargs (``{"train": url, "validation": url}`` for one server per split) plays the server's task
+kwargs (``{"train": url, "validation": url}`` for one server per split; ``token=...`` or the
+``LM_GYM_SERVE_TOKEN`` environment variable for a server with a token) plays the server's task
 in all three, with the same prompts, seeds and rewards as the local task (``lm_gym.serve``, the
 ``serve`` extra, is imported only for that id).
 """

@@ -1,5 +1,6 @@
-"""The ASGI app of a served task (OpenEnv's ``create_app`` behind :class:`LimitsMiddleware`) and the
-uvicorn server that runs it, in one process or several (``workers``), with a graceful shutdown.
+"""The ASGI app of a served task (OpenEnv's ``create_app`` behind :class:`LimitsMiddleware`, and
+:class:`TokenMiddleware` in front when the server has a token) and the uvicorn server that runs
+it, in one process or several (``workers``), with a graceful shutdown.
 
 Shutdown (SIGTERM, SIGINT or :meth:`DrainingServer.drain`): new messages are refused with
 ``ServerShuttingDownError``, steps in flight are played and answered (for at most
@@ -21,6 +22,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from openenv.core.env_server.http_server import create_app
 
+from lm_gym.serve.auth import TokenMiddleware
 from lm_gym.serve.config import ServeConfig
 from lm_gym.serve.environment import SessionEnvironment, TaskService
 from lm_gym.serve.errors import WireError, error_type_of
@@ -29,7 +31,8 @@ from lm_gym.serve.routes import add_task_routes
 
 
 class ServedApp:
-    """The app of one server process: ``asgi`` (what uvicorn runs) and the ``service`` behind it."""
+    """The app of one server process: ``asgi`` (what uvicorn runs) and the ``service`` behind it;
+    ``auth``, the token check in front of everything (``None`` when the server has no token)."""
 
     def __init__(self, config: ServeConfig):
         self.config = config
@@ -51,13 +54,16 @@ class ServedApp:
 
         self.routes = add_task_routes(app, self.service)  # GET /lm-gym/task, ... (lm_gym.serve.routes)
         self.fastapi = app
-        self.asgi = LimitsMiddleware(
+        limited = LimitsMiddleware(
             app,
             max_message_bytes=config.max_message_bytes,
             idle_timeout_s=config.idle_timeout_s,
             max_steps_per_s=config.max_steps_per_s,
             is_draining=lambda: self.service.draining,
         )
+        # Outermost, so a refused request reaches neither the limits nor OpenEnv (which would open a session).
+        self.auth = None if config.token is None else TokenMiddleware(limited, config.token)
+        self.asgi = limited if self.auth is None else self.auth
 
 
 def uvicorn_config(config: ServeConfig, app: Any, **overrides: Any) -> uvicorn.Config:

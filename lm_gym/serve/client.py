@@ -8,7 +8,9 @@ its action level are the server's (``env_id=`` and ``action_level=`` only check 
 pass through: a session reset with seed ``s`` plays the episode of a local env reset with ``s``;
 the vector env seeds copy ``i`` with ``s + i`` and autoresets ``"NextStep"``, as lm-gym's native
 vector envs do. Server errors come back as lm-gym's typed errors
-(:func:`~lm_gym.serve.errors.error_from_reply`).
+(:func:`~lm_gym.serve.errors.error_from_reply`). A server with a token: ``token=...`` or the
+``LM_GYM_SERVE_TOKEN`` environment variable (:mod:`lm_gym.serve.auth`), sent as
+``Authorization: Bearer <token>`` with every request (``AuthenticationError`` when refused).
 
 The messages are OpenEnv's (``{"type": "reset" | "step" | "state" | "close", "data": ...}`` on
 ``/ws``; replies ``{"type": "observation" | "state" | "error", "data": ...}``), sent with the
@@ -35,7 +37,8 @@ from lm_gym.core.text_env import checked_utterance
 from lm_gym.core.token_level import checked_token_id
 from lm_gym.core.validation import check_int, check_seed, is_integer
 from lm_gym.core.vector import MAX_ENVS
-from lm_gym.serve.errors import RemoteError, SessionError, error_from_reply
+from lm_gym.serve.auth import client_token
+from lm_gym.serve.errors import AuthenticationError, RemoteError, SessionError, error_from_reply
 from lm_gym.serve.wire import build_spaces, decode_info, token_observation
 
 _loop: asyncio.AbstractEventLoop | None = None
@@ -85,13 +88,18 @@ def http_url(url: str) -> str:
     return f"{'https' if scheme == 'wss' else 'http'}://{rest.removesuffix('/ws')}"
 
 
-def http_request(url: str, path: str, timeout_s: float, body: Any = None) -> Any:
-    """``GET`` (``body`` None) or ``POST`` (``body`` as JSON) of the server's ``path``: the reply's JSON,
-    or its typed error raised (``error_type`` of the reply)."""
+def auth_headers(token: str | None) -> dict[str, str]:
+    """The headers that carry ``token`` (none without one)."""
+    return {} if token is None else {"Authorization": f"Bearer {token}"}
+
+
+def http_request(url: str, path: str, timeout_s: float, body: Any = None, token: str | None = None) -> Any:
+    """``GET`` (``body`` None) or ``POST`` (``body`` as JSON) of the server's ``path`` (with ``token``, if
+    given): the reply's JSON, or its typed error raised (``error_type`` of the reply)."""
     request = urllib.request.Request(
         http_url(url) + path,
         data=None if body is None else json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Accept": "application/json"},
+        headers={"Content-Type": "application/json", "Accept": "application/json", **auth_headers(token)},
         method="GET" if body is None else "POST",
     )
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # as the WebSocket: no proxy
@@ -138,16 +146,31 @@ def _check_split(task: dict[str, Any], split: str | None, url: Any) -> None:
 class Session:
     """One WebSocket session of an OpenEnv server (used on the background loop)."""
 
-    def __init__(self, url: str, timeout_s: float):
+    def __init__(self, url: str, timeout_s: float, token: str | None = None):
         self.url = websocket_url(url)
         self.timeout_s = timeout_s
+        self.token = token
         self.ws: Any = None
 
     async def open(self) -> Session:
         from websockets.asyncio.client import connect
+        from websockets.exceptions import InvalidStatus
 
         try:
-            self.ws = await connect(self.url, open_timeout=self.timeout_s, max_size=None, proxy=None)
+            self.ws = await connect(
+                self.url,
+                open_timeout=self.timeout_s,
+                max_size=None,
+                proxy=None,
+                additional_headers=auth_headers(self.token),
+            )
+        except InvalidStatus as error:
+            if error.response.status_code != 401:
+                raise SessionError(f"cannot connect to {self.url}: {error}") from error
+            given = "its token was refused" if self.token else "it needs a token"
+            raise AuthenticationError(
+                f"{self.url} refused the connection: {given} (token= or the LM_GYM_SERVE_TOKEN environment variable)"
+            ) from None
         except Exception as error:
             raise SessionError(f"cannot connect to {self.url}: {type(error).__name__}: {error}") from error
         return self
@@ -218,6 +241,7 @@ class _Remote:
 
     task_info: dict[str, Any]
     http_base: str
+    token: str | None
 
     def _describe(self, state: dict[str, Any]) -> None:
         self.remote_env_id: str = state.get("env_id", "")
@@ -229,7 +253,7 @@ class _Remote:
     def _read_task(self, url: str, split: str | None) -> None:
         """The task's description, read once; ``split`` checked against it."""
         self.http_base = url
-        self.task_info = http_request(url, "/lm-gym/task", self.timeout_s)
+        self.task_info = http_request(url, "/lm-gym/task", self.timeout_s, token=self.token)
         _check_split(self.task_info, split, url)
 
     @property
@@ -258,7 +282,7 @@ class _Remote:
         trains the tokenizer a local run of the task trains."""
         from lm_gym.core.tokenizer import StridedCorpus
 
-        reply = http_request(self.http_base, "/lm-gym/tokenizer-corpus", self.timeout_s)
+        reply = http_request(self.http_base, "/lm-gym/tokenizer-corpus", self.timeout_s, token=self.token)
         return reply["key"], StridedCorpus(reply["texts"], reply["stride"])
 
     def corpus_metrics(
@@ -274,7 +298,7 @@ class _Remote:
         if not episodes:
             raise ConfigurationError("corpus_metrics needs at least one episode's final info")
         body = {"episodes": to_json(list(episodes)), "task": task}
-        reply = http_request(self.http_base, "/lm-gym/corpus-metrics", self.timeout_s, body)
+        reply = http_request(self.http_base, "/lm-gym/corpus-metrics", self.timeout_s, body, self.token)
         results = {key: float("nan") if value is None else value for key, value in reply["metrics"].items()}
         if language_model is not None and reply.get("single_turn"):
             from lm_gym.metrics.corpus import perplexity_metrics
@@ -321,6 +345,7 @@ class RemoteEnv(_Remote, gymnasium.Env):
         timeout_s: how long to wait for the connection and for each reply.
         split: if given, the split the server must play (a task without splits plays any); with a
             dict ``url``, the split whose server to play.
+        token: the server's bearer token (default: the ``LM_GYM_SERVE_TOKEN`` environment variable, if set).
     """
 
     metadata = {"render_modes": []}
@@ -332,12 +357,14 @@ class RemoteEnv(_Remote, gymnasium.Env):
         action_level: str | None = None,
         timeout_s: float = 60.0,
         split: str | None = None,
+        token: str | None = None,
     ):
         self.timeout_s = float(timeout_s)
+        self.token = client_token(token)
         url = _split_urls(url, split)
         if not isinstance(url, str):
             raise ConfigurationError(f"url must be an address such as 'http://127.0.0.1:8000', got {safe_repr(url)}")
-        self.session = Session(url, self.timeout_s)
+        self.session = Session(url, self.timeout_s, self.token)
         _run(self.session.open(), self.timeout_s)
         try:
             state = _run(self.session.request({"type": "state"}), self.timeout_s)
@@ -384,7 +411,8 @@ class RemoteVectorEnv(_Remote, VectorEnv):
     another; a task without splits plays any); ``url`` may be a dict ``{split: url or urls}``, one
     set of servers per split, of which ``split`` picks one. The task's attributes a trainer reads
     come from the server: ``token_level_defaults``, ``generation_defaults``, ``single_turn``,
-    ``tokenizer_corpus()`` and ``corpus_metrics(episodes)``.
+    ``tokenizer_corpus()`` and ``corpus_metrics(episodes)``. ``token``: the servers' bearer token
+    (default: the ``LM_GYM_SERVE_TOKEN`` environment variable, if set).
     """
 
     def __init__(
@@ -396,6 +424,7 @@ class RemoteVectorEnv(_Remote, VectorEnv):
         timeout_s: float = 60.0,
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         split: str | None = None,
+        token: str | None = None,
     ):
         self.num_envs = check_int("num_envs", num_envs, 1, MAX_ENVS)
         try:
@@ -407,7 +436,10 @@ class RemoteVectorEnv(_Remote, VectorEnv):
         self.metadata = {"render_modes": [], "autoreset_mode": self.autoreset_mode}
         self.urls = _urls(_split_urls(url, split))
         self.timeout_s = float(timeout_s)
-        self.sessions = [Session(self.urls[i % len(self.urls)], self.timeout_s) for i in range(self.num_envs)]
+        self.token = client_token(token)
+        self.sessions = [
+            Session(self.urls[i % len(self.urls)], self.timeout_s, self.token) for i in range(self.num_envs)
+        ]
         self._needs_reset = np.ones(self.num_envs, dtype=bool)
         self._reset_called = False
         try:

@@ -14,6 +14,7 @@ from typing import Any
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
 from lm_gym.core.registration import ACTION_LEVELS
+from lm_gym.serve.auth import TOKEN_VARIABLE, check_exposure, check_token, server_token
 
 #: Environment variable through which the parent process hands the settings to its workers (JSON).
 CONFIG_VARIABLE = "LM_GYM_SERVE_CONFIG"
@@ -29,6 +30,8 @@ class ServeConfig:
     session is closed, ``max_steps_per_s`` messages per second per session (0: no limit).
     ``batch_window_ms``: how long a step waits for other sessions' steps; ``batching=False``
     plays each step on its own. ``shutdown_grace_s``: how long a shutdown waits for steps in flight.
+    ``token``: the bearer token every request but ``/health`` must carry (``None``: none); a
+    ``host`` beyond loopback needs one unless ``insecure`` (:mod:`lm_gym.serve.auth`).
     """
 
     env_id: str
@@ -44,6 +47,8 @@ class ServeConfig:
     idle_timeout_s: float = 600.0
     max_steps_per_s: float = 0.0
     shutdown_grace_s: float = 10.0
+    token: str | None = field(default=None, repr=False)
+    insecure: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
@@ -60,6 +65,13 @@ class ServeConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0:
                 raise ConfigurationError(f"{name} must be a number >= 0, got {safe_repr(value)}")
+        if not isinstance(self.host, str) or not self.host:
+            raise ConfigurationError(f"host must be an address to bind, got {safe_repr(self.host)}")
+        if self.token is not None:
+            check_token(self.token, "token")
+        if not isinstance(self.insecure, bool):
+            raise ConfigurationError(f"insecure must be a bool, got {safe_repr(self.insecure)}")
+        check_exposure(self.host, self.token, self.insecure)
 
     def task_digest(self) -> str:
         """SHA-256 of what decides the episodes: the env id, its kwargs and the action level."""
@@ -93,12 +105,21 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
     parser.add_argument("--idle-timeout-s", type=float, default=600.0)
     parser.add_argument("--max-steps-per-s", type=float, default=0.0, help="messages per second per session; 0: none")
     parser.add_argument("--shutdown-grace-s", type=float, default=10.0)
+    parser.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help=f"file holding the bearer token clients must send (else ${TOKEN_VARIABLE}, if set)",
+    )
+    parser.add_argument(
+        "--insecure", action="store_true", help="serve beyond loopback without a token (a network you trust)"
+    )
     args = parser.parse_args(argv)
     try:
         env_kwargs = json.loads(args.env_kwargs)
     except json.JSONDecodeError as error:
         parser.error(f"--env-kwargs is not JSON: {error}")
     try:
+        token = server_token(args.token_file)
         return ServeConfig(
             env_id=args.env_id,
             env_kwargs=env_kwargs,
@@ -113,6 +134,8 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
             idle_timeout_s=args.idle_timeout_s,
             max_steps_per_s=args.max_steps_per_s,
             shutdown_grace_s=args.shutdown_grace_s,
+            token=token,
+            insecure=args.insecure,
         )
     except ConfigurationError as error:
         parser.error(str(error))

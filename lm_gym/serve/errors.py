@@ -25,6 +25,10 @@ class RemoteError(LMGymError, RuntimeError):
     """The server could not be reached, closed the session, or failed in a way with no local counterpart."""
 
 
+class AuthenticationError(RemoteError):
+    """The server refused the request: its bearer token is missing, malformed or wrong (HTTP ``401``)."""
+
+
 class SessionError(RemoteError):
     """An unknown session id, or a session the server closed (idle timeout, shutdown)."""
 
@@ -60,6 +64,7 @@ WIRE_ERRORS: dict[str, type[LMGymError]] = {
         UnknownArgumentError,
         DataUnavailableError,
         RemoteError,
+        AuthenticationError,
         SessionError,
         ProtocolError,
         LimitExceededError,

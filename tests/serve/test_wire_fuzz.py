@@ -312,3 +312,44 @@ def test_a_reset_with_an_episode_id_that_is_not_a_string_gets_a_typed_error(star
         state = exchange({"type": "state"})  # else the state holds it, and pydantic warns as it writes it
     assert isinstance(state["data"]["episode_id"], (str, type(None))), state
     assert reply["type"] == "error" and reply["data"]["error_type"] in ("ConfigurationError", "ProtocolError"), reply
+
+
+#: ``Authorization`` values an HTTP client can send: visible ASCII, spaces and bytes over 0x7f (h11 refuses controls).
+header_values = st.binary(max_size=80).map(lambda raw: bytes(b for b in raw if b >= 0x20 and b != 0x7F).strip())
+authorizations = header_values | header_values.map(lambda value: b"Bearer " + value)
+
+
+def test_fuzzed_authorization_headers_are_refused_with_401_and_never_reach_the_env(start_server):
+    import http.client
+    import urllib.parse
+
+    token = "fuzzed-server-token-0123456789"
+    url, served, _ = start_server(WORDLE, token=token)
+    address = urllib.parse.urlsplit(url)
+
+    def status_and_body(authorization: bytes) -> tuple[int, dict]:
+        connection = http.client.HTTPConnection(address.hostname, address.port, timeout=TIMEOUT_S)
+        try:
+            connection.putrequest("POST", "/reset")
+            connection.putheader("Authorization", authorization)
+            connection.putheader("Content-Type", "application/json")
+            connection.putheader("Content-Length", "2")
+            connection.endheaders(b"{}")
+            reply = connection.getresponse()
+            return reply.status, json.loads(reply.read())
+        finally:
+            connection.close()
+
+    sent, envs_made = [], []
+    new_env = served.service.new_env
+    served.service.new_env = lambda: envs_made.append(1) or new_env()  # OpenEnv makes one per HTTP /reset
+
+    @given(authorization=authorizations)
+    def fuzz(authorization):
+        status, body = status_and_body(authorization)
+        sent.append(authorization)
+        assert status == 401 and body["error_type"] == "AuthenticationError", (authorization, body)
+
+    fuzz()
+    assert served.auth.refused == len(sent) and not envs_made
+    assert status_and_body(f"Bearer {token}".encode())[0] == 200 and envs_made
