@@ -60,6 +60,7 @@ class ServedApp:
             idle_timeout_s=config.idle_timeout_s,
             max_steps_per_s=config.max_steps_per_s,
             is_draining=lambda: self.service.draining,
+            server_name=f"lm-gym {self.service.env_id}",
         )
         # Outermost, so a refused request reaches neither the limits nor OpenEnv (which would open a session).
         self.auth = None if config.token is None else TokenMiddleware(limited, config.token)

@@ -24,6 +24,7 @@ copy ``i`` reset with seed ``s`` plays the episode a local env reset with ``s`` 
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from typing import Any
 
@@ -33,7 +34,7 @@ from openenv.core.env_server.types import Action, EnvironmentMetadata, Observati
 from pydantic import ConfigDict, Field, create_model
 
 from lm_gym.core.errors import ConfigurationError, safe_repr
-from lm_gym.core.registration import task_spec
+from lm_gym.core.registration import task_class, task_spec
 from lm_gym.core.token_level import TokenLevel
 from lm_gym.serve.batching import StepBatcher
 from lm_gym.serve.config import ServeConfig
@@ -103,6 +104,27 @@ def wire_types(spaces: dict[str, Any]) -> tuple[type[Action], type[Observation]]
     return create_model("UtteranceAction", __base__=UtteranceAction, text=text), UtteranceObservation
 
 
+def task_metadata(env_id: str, registered_id: str, action_level: str) -> EnvironmentMetadata:
+    """``GET /metadata`` of task ``env_id`` (``registered_id``: as the command line named it): the first line
+    of its class docstring as the description, the whole docstring (its manual) as the readme, lm-gym's
+    version, and the task's page of lm-gym's documentation (an lm-gym task's generated page, else the
+    serving page), as a path in lm-gym's repository: there is no hosted site to link to."""
+    from lm_gym import __version__
+
+    manual = inspect.getdoc(task_class(registered_id)) or ""
+    summary = manual.split("\n", 1)[0].strip() or f"lm-gym task {env_id}"
+    namespace, _, name = env_id.partition("/")
+    page = f"docs/environments/{name.lower()}.md" if namespace == "lm_gym" else "docs/serving.md"
+    return EnvironmentMetadata(
+        name=env_id,
+        description=f"lm-gym task {env_id} ({action_level} level): {summary}",
+        readme_content=manual,
+        version=__version__,
+        author="lm-gym",
+        documentation_url=page,
+    )
+
+
 class TaskService:
     """The task of one server process: the built env, its copies for sessions, and the batcher."""
 
@@ -118,6 +140,7 @@ class TaskService:
         self.sessions = 0
         self.draining = False
         self.batcher = StepBatcher(config.batch_window_ms / 1000.0, config.batching, lambda: self.sessions)
+        self.metadata = task_metadata(self.env_id, config.env_id, config.action_level)
 
     def new_env(self) -> Any:
         """A session's own env: a copy sharing the task's data, reward model and tokenizer."""
@@ -212,11 +235,7 @@ class SessionEnvironment(Environment):
         return self._state
 
     def get_metadata(self) -> EnvironmentMetadata:
-        return EnvironmentMetadata(
-            name=self.service.env_id,
-            description=f"lm-gym task {self.service.env_id} at {self.service.config.action_level} level",
-            version="lm-gym serve",
-        )
+        return self.service.metadata
 
     def close(self) -> None:
         if not self._closed:

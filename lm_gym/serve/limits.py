@@ -7,6 +7,7 @@ own cap, a few times larger, closes the connection), the per-session rate
 ``ServerShuttingDownError``). A refused message gets an error reply in OpenEnv's format and the
 session goes on. It adds ``data["error_type"]`` to every error reply
 (:func:`~lm_gym.serve.errors.error_type_of`). HTTP bodies over the size limit get ``413``.
+``POST /mcp`` gets lm-gym's stateless JSON-RPC answer (:mod:`lm_gym.serve.mcp`), never OpenEnv's MCP server.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from lm_gym import __version__
 from lm_gym.serve.errors import error_type_of
+from lm_gym.serve.mcp import answer_mcp
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
-#: OpenEnv's endpoints the server does not serve: MCP (its session methods could close other sessions).
-NOT_SERVED = ("/mcp",)
+#: OpenEnv's MCP endpoint (its session methods could close other sessions): HTTP gets lm-gym's own
+#: session-free JSON-RPC answer, the WebSocket is refused.
+MCP_PATH = "/mcp"
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 
 
@@ -34,7 +38,8 @@ def error_reply(error_type: str, message: str, code: str = "VALIDATION_ERROR") -
 
 
 class LimitsMiddleware:
-    """Wraps the ASGI ``app``; ``is_draining()`` says whether the server is shutting down."""
+    """Wraps the ASGI ``app``; ``is_draining()`` says whether the server is shutting down; ``server_name``
+    is what ``/mcp``'s ``initialize`` names."""
 
     def __init__(
         self,
@@ -44,30 +49,35 @@ class LimitsMiddleware:
         idle_timeout_s: float,
         max_steps_per_s: float,
         is_draining: Callable[[], bool] = lambda: False,
+        server_name: str = "lm-gym",
     ):
         self.app = app
         self.max_message_bytes = max_message_bytes
         self.idle_timeout_s = idle_timeout_s
         self.max_steps_per_s = max_steps_per_s
         self.is_draining = is_draining
+        self.server_name = server_name
 
     async def __call__(self, scope: Scope, receive, send) -> None:
-        if scope["type"] in ("websocket", "http") and scope.get("path", "").rstrip("/") in NOT_SERVED:
-            await self._not_served(scope, receive, send)
+        on_mcp = scope["type"] in ("websocket", "http") and scope.get("path", "").rstrip("/") == MCP_PATH
+        if on_mcp and scope["type"] == "http":
+            await answer_mcp(
+                scope,
+                receive,
+                send,
+                max_bytes=self.max_message_bytes,
+                server_name=self.server_name,
+                version=__version__,
+            )
+        elif on_mcp:
+            await receive()  # websocket.connect; the handshake is refused with 403
+            await send({"type": "websocket.close", "code": 1008})
         elif scope["type"] == "websocket":
             await self._websocket(scope, receive, send)
         elif scope["type"] == "http":
             await self._http(scope, receive, send)
         else:
             await self.app(scope, receive, send)
-
-    async def _not_served(self, scope: Scope, receive, send) -> None:
-        """OpenEnv's MCP endpoints: refused (a WebSocket handshake gets 403, HTTP 404)."""
-        if scope["type"] == "websocket":
-            await receive()  # websocket.connect
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        await self._http_refuse(send, f"{scope['path']} is not served (lm-gym's tasks have no MCP tools)", 404)
 
     async def _http(self, scope: Scope, receive, send) -> None:
         length = dict(scope.get("headers") or []).get(b"content-length")
@@ -89,13 +99,13 @@ class LimitsMiddleware:
 
         await self.app(scope, counted_receive, send)
 
-    async def _http_refuse(self, send, message: str, status: int = 413) -> None:
-        error_type = "LimitExceededError" if status == 413 else "ProtocolError"
-        body = json.dumps({"error_type": error_type, "detail": f"{error_type}: {message}"}).encode()
+    async def _http_refuse(self, send, message: str) -> None:
+        """``413`` with ``LimitExceededError``: a body over the size limit."""
+        body = json.dumps({"error_type": "LimitExceededError", "detail": f"LimitExceededError: {message}"}).encode()
         await send(
             {
                 "type": "http.response.start",
-                "status": status,
+                "status": 413,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
             }
         )

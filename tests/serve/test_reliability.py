@@ -251,23 +251,3 @@ def test_the_command_serves_with_two_workers_and_stops_on_sigterm(tmp_path):
     assert process.returncode == 0, output
     assert "2 workers" in output
     assert os.environ.get("LM_GYM_SERVE_CONFIG") is None
-
-
-def test_openenv_mcp_endpoints_are_not_served(start_server):
-    """OpenEnv's MCP endpoints (its session methods could close other sessions) are refused, typed."""
-    from websockets.exceptions import InvalidStatus
-    from websockets.sync.client import connect
-
-    url, _, _ = start_server("lm_gym/Wordle-v0")
-    request = urllib.request.Request(f"{url}/mcp", data=b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}')
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(request, timeout=10)
-    assert refused.value.code == 404 and json.load(refused.value)["error_type"] == "ProtocolError"
-    with pytest.raises(InvalidStatus, match="403"):
-        connect(url.replace("http://", "ws://") + "/mcp", proxy=None)
-    with connect(url.replace("http://", "ws://") + "/ws", proxy=None) as ws:
-        ws.send(json.dumps({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}))
-        reply = json.loads(ws.recv())
-        assert reply["data"]["error_type"] == "ProtocolError" and 'got "mcp"' in reply["data"]["message"]
-        ws.send(json.dumps({"type": "state"}))
-        assert json.loads(ws.recv())["type"] == "state"
