@@ -239,3 +239,44 @@ def test_openenv_generic_client_plays_with_the_token_in_its_headers(start_server
         result = env.reset(seed=3)
         assert result.observation["text"] == gymnasium.make(WORDLE).reset(seed=3)[0]
     assert served.auth.refused == 0
+
+
+def test_refused_clients_flooding_a_server_under_load_reach_no_env_and_lose_no_step(start_server):
+    """16 sessions play 200 steps each as the native vector env does, while refused clients flood the server."""
+    import threading
+
+    import numpy as np
+
+    import lm_gym.serve  # noqa: F401  (registers lm_gym/Remote-v0)
+
+    url, served, _ = start_server(WORDLE, token=TOKEN, max_sessions=16)
+    envs_made = []
+    new_env = served.service.new_env
+    make = dict(num_envs=16, vectorization_mode="vector_entry_point")
+    remote = gymnasium.make_vec("lm_gym/Remote-v0", url=url, token=TOKEN, **make)
+    served.service.new_env = lambda: envs_made.append(1) or new_env()  # counted from here: refused ones must add none
+    native = gymnasium.make_vec(WORDLE, **make)
+    stop, flooded = threading.Event(), []
+
+    def flood():
+        while not stop.is_set():
+            flooded.append(handshake_status(url, None if len(flooded) % 2 else b"Bearer wrong-token-of-enough-chars"))
+            flooded.append(request(url, "POST", "/reset", b"Basic x", b"{}")[0])
+
+    flooder = threading.Thread(target=flood, daemon=True)
+    flooder.start()
+    try:
+        assert remote.reset(seed=7)[0] == native.reset(seed=7)[0]
+        words = ["crane", "slate", "pious", "adieu", "mount", "words"]
+        for t in range(200):
+            actions = [words[(t + i) % 6] for i in range(16)]
+            result_r, result_n = remote.step(actions), native.step(actions)
+            assert result_r[0] == result_n[0]
+            for a, b in zip(result_r[1:4], result_n[1:4], strict=True):
+                assert np.array_equal(a, b)
+    finally:
+        stop.set()
+        flooder.join(30)
+        remote.close()
+    assert len(flooded) > 20 and set(flooded) == {401} and served.auth.refused == len(flooded)
+    assert not envs_made  # the sessions' envs were made before; no refused request made one
