@@ -280,3 +280,29 @@ def test_refused_clients_flooding_a_server_under_load_reach_no_env_and_lose_no_s
         remote.close()
     assert len(flooded) > 20 and set(flooded) == {401} and served.auth.refused == len(flooded)
     assert not envs_made  # the sessions' envs were made before; no refused request made one
+
+
+def test_the_baselines_task_setup_and_trl_pass_the_token_from_the_env_kwargs(start_server, monkeypatch):
+    """What the baselines build from ``--env-kwargs '{"url": ..., "token": ...}'``, and TRL's served task."""
+    pytest.importorskip("datasets")
+    from lm_gym.core.task_setup import make_split_envs
+    from lm_gym.integrations.trl import prompt_dataset, reward_function
+    from lm_gym.serve.errors import AuthenticationError
+
+    monkeypatch.delenv("LM_GYM_SERVE_TOKEN", raising=False)
+    imdb = {"source": "synthetic"}
+    url, served, _ = start_server("lm_gym/IMDB-v0", env_kwargs=imdb, token=TOKEN)
+    envs = make_split_envs("lm_gym/Remote-v0", {"url": url, "token": TOKEN}, {"train": 2}, served=True)
+    assert envs["train"].num_envs == 2 and envs["train"].single_turn
+    envs["train"].close()
+    with pytest.raises(AuthenticationError):
+        make_split_envs("lm_gym/Remote-v0", {"url": url}, {"train": 2}, served=True)
+    local = prompt_dataset("lm_gym/IMDB-v0", "train", num_prompts=3, **imdb)
+    remote = prompt_dataset("lm_gym/Remote-v0", "train", num_prompts=3, url=url, token=TOKEN)
+    assert remote.to_list() == local.to_list()
+    columns = {"lm_gym_index": local["lm_gym_index"]}
+    completions = ["a fine film", "bad", "moving and warm"]
+    expected = reward_function("lm_gym/IMDB-v0", "train", **imdb)(local["prompt"], completions, **columns)
+    monkeypatch.setenv("LM_GYM_SERVE_TOKEN", TOKEN)  # the variable, as a run would export it
+    assert reward_function("lm_gym/Remote-v0", "train", url=url)(remote["prompt"], completions, **columns) == expected
+    assert served.auth.refused == 2  # the two sessions of the vector env without a token
