@@ -105,6 +105,8 @@ def test_the_report_and_the_board_write_their_tables_with_one_writer():
         "entries": [
             {
                 "name": "n|1",
+                "kind": "trained",
+                "sampling": {},
                 "method": "m",
                 "model": "<x>",
                 "seeds": [1],
