@@ -162,7 +162,10 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 def evaluate_task(args: argparse.Namespace, env_id: str, env_kwargs: dict[str, Any], out: Path) -> dict[str, Any]:
     """The ``result.json`` of the model's evaluation on one task."""
+    import torch
+
     from lm_gym.core.task_setup import set_up_task
+    from lm_toolkit.runs import peak_memory_mb
     from lm_toolkit.tasks import is_remote
 
     start = time.perf_counter()
@@ -214,9 +217,9 @@ def evaluate_task(args: argparse.Namespace, env_id: str, env_kwargs: dict[str, A
         wall_time_s=seconds,
         tokens_per_s=0.0,
         episodes_per_s=len(played.returns) / seconds,
-        peak_memory_mb=peak_memory(config.get("device", "cpu")),
+        peak_memory_mb=peak_memory_mb(torch.device("cpu" if config["device"] == "server" else config["device"])),
         checkpoint=None,
-        device=config.get("device", "server"),
+        device=config["device"],
         samples=evaluation.samples,
         tasks={task: {"initial_eval": None, "final_eval": results} for task, results in evaluation.tasks.items()},
         sampling=sampling,
@@ -324,17 +327,6 @@ def model_digest(source: str) -> str | None:
             for chunk in iter(lambda: file.read(1 << 20), b""):
                 digest.update(chunk)
     return digest.hexdigest()
-
-
-def peak_memory(device: str) -> float:
-    """Peak GPU memory on CUDA, else the process's peak resident memory, in MiB."""
-    import resource
-
-    import torch
-
-    if device.startswith("cuda"):
-        return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def results_table(rows: list[tuple[str, dict[str, Any]]]) -> str:

@@ -31,6 +31,7 @@ import torch
 
 from benchmark.__main__ import main as benchmark_main
 from benchmark.perf import workload
+from lm_gym.core.registration import token_settings
 from lm_gym.core.task_setup import policy_tokenizer
 from lm_toolkit.models import load_policy
 from lm_toolkit.rollouts import TextPolicy, evaluate
@@ -64,7 +65,7 @@ def run_generate_loop(model_dir: Path, episodes: int) -> float:
     start = time.perf_counter()
     env = gymnasium.make(ENV_ID, split="validation")
     tokenizer = policy_tokenizer(env.unwrapped, str(model_dir))
-    lengths = Lengths.of(env.unwrapped.token_level_defaults | env.unwrapped.generation_defaults)
+    lengths = Lengths.of(token_settings(env.unwrapped, {}))
     model = load_policy(str(model_dir), {}, tokenizer, seed=0).eval()
     with torch.no_grad():
         for episode in range(episodes):
