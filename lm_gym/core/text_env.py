@@ -385,6 +385,12 @@ class TextEnv(gymnasium.Env[str, str]):
         self._last_observation = text
         return text
 
+    def num_episodes(self) -> int | None:
+        """How many episodes this env's split has, for OpenEnv's Task API and the trainers' adapters
+        (:mod:`lm_gym.core.episodes`: episode ``i`` is ``reset(seed=i)``): a single-turn task's number of
+        samples, VisDial's of images; ``None`` (the default): no count of its own, every seed is an episode."""
+        return None
+
     def replicate(self) -> TextEnv:
         """A copy sharing data and reward model, with its own RNG and episode state."""
         clone = copy.copy(self)
@@ -442,6 +448,9 @@ class SingleTurnTextEnv(TextEnv):
         info["utterance"] = utterance
         info["metrics"] = self._episode_metrics(sample, utterance, score)
         return join_text(sample.prompt, utterance), float(score), True, False, info
+
+    def num_episodes(self) -> int:
+        return len(self.samples)
 
     def replicate(self) -> SingleTurnTextEnv:
         clone = super().replicate()

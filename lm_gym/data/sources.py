@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lm_gym.core.episodes import SPLITS
 from lm_gym.core.errors import ConfigurationError, DataUnavailableError
 from lm_gym.core.hub import require_hub
 from lm_gym.core.validation import check_choice, check_path
 
 SOURCES = ("hub", "local", "synthetic")
-SPLITS = ("train", "validation", "test")
 TABLE_SUFFIXES = (".csv", ".parquet", ".jsonl", ".json")
 
 

@@ -32,14 +32,20 @@ import gymnasium
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import ConfigDict, Field, create_model
+from starlette.concurrency import run_in_threadpool
 
+from lm_gym.core.episodes import SPLITS, TaskEpisodes
 from lm_gym.core.errors import ConfigurationError, safe_repr
 from lm_gym.core.registration import task_class, task_spec
 from lm_gym.core.token_level import TokenLevel
 from lm_gym.serve.batching import StepBatcher
 from lm_gym.serve.config import ServeConfig
 from lm_gym.serve.errors import ServerShuttingDownError, to_wire
-from lm_gym.serve.wire import describe_spaces, encode_info
+from lm_gym.serve.routes import task_split
+from lm_gym.serve.wire import describe_spaces, encode_info, to_json
+
+#: How many episodes ``POST /{env}/tasks`` lists (OpenEnv allows a preview; ``/num_tasks`` counts them all).
+TASK_PREVIEW = 100
 
 _STRICT = ConfigDict(extra="forbid", strict=True, validate_assignment=True, arbitrary_types_allowed=True)
 
@@ -86,6 +92,7 @@ class TaskState(State):
     action_level: str = "utterance"
     spaces: dict[str, Any] = Field(default_factory=dict)
     task_digest: str = Field(default="", description="SHA-256 of the task's id, kwargs and action level")
+    split: str | None = Field(default=None, description="the split the session plays (None: the task takes none)")
 
 
 def wire_types(spaces: dict[str, Any]) -> tuple[type[Action], type[Observation]]:
@@ -134,6 +141,15 @@ class TaskService:
         self.env_id = spec.id
         env = gymnasium.make(config.env_id, action_level=config.action_level, **config.env_kwargs).unwrapped
         self.prototype = env
+        #: The split the server was started on; ``reset(split=...)`` plays another one's env, built on first use.
+        self.split = task_split(config.env_id, config.env_kwargs)
+        self.episodes = TaskEpisodes(
+            config.env_id,
+            config.env_kwargs,
+            build=lambda kwargs: gymnasium.make(config.env_id, action_level=config.action_level, **kwargs).unwrapped,
+        )
+        if self.split in SPLITS or self.split is None:
+            self.episodes.add_env(self.split or SPLITS[0], env)
         self.spaces = describe_spaces(env, config.action_level)
         self.action_cls, self.observation_cls = wire_types(self.spaces)
         #: Sessions that have reset at least once and are open: once that many steps wait, a batch goes.
@@ -142,9 +158,10 @@ class TaskService:
         self.batcher = StepBatcher(config.batch_window_ms / 1000.0, config.batching, lambda: self.sessions)
         self.metadata = task_metadata(self.env_id, config.env_id, config.action_level)
 
-    def new_env(self) -> Any:
-        """A session's own env: a copy sharing the task's data, reward model and tokenizer."""
-        env = self.prototype
+    def new_env(self, split: str | None = None) -> Any:
+        """A session's own env: a copy (sharing the task's data, reward model and tokenizer) of the env of
+        ``split`` (default: the split the server was started on)."""
+        env = self.prototype if split is None else self.episodes.env(split)
         if isinstance(env, TokenLevel):
             return TokenLevel(
                 env.env.replicate(),
@@ -190,13 +207,17 @@ class SessionEnvironment(Environment):
             action_level=service.config.action_level,
             spaces=service.spaces,
             task_digest=service.config.task_digest(),
+            split=service.split,
         )
         self._closed = False
         self._counted = False  # counted in service.sessions from its first reset (OpenEnv builds envs it never plays)
 
     # OpenEnv calls the async methods when a subclass overrides them; the sync ones serve direct use.
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
-        return self.service.observation(self._reset(seed, kwargs))
+        env, split, seed = self._episode_env(kwargs.pop("split", None), kwargs.pop("index", None), seed)
+        result = self._reset(env, seed, kwargs)
+        self.env, self._state.split = env, split
+        return self.service.observation(result)
 
     def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
         from lm_gym.serve.batching import play_steps
@@ -212,10 +233,15 @@ class SessionEnvironment(Environment):
         if episode_id is not None and not isinstance(episode_id, str):
             raise to_wire(ConfigurationError(f"episode_id must be None or a str, got {safe_repr(episode_id)}"))
         try:
-            result = await self.service.batcher.call(lambda: self._reset(seed, kwargs))
+            split, index = kwargs.pop("split", None), kwargs.pop("index", None)
+            env, split, seed = await run_in_threadpool(self._episode_env, split, index, seed)  # may build a split
+            result = await self.service.batcher.call(lambda: self._reset(env, seed, kwargs))
         except Exception as error:
             raise to_wire(error) from None
-        self._state = self._state.model_copy(update={"episode_id": episode_id or str(uuid.uuid4()), "step_count": 0})
+        self.env = env
+        self._state = self._state.model_copy(
+            update={"episode_id": episode_id or str(uuid.uuid4()), "step_count": 0, "split": split}
+        )
         if not self._counted and not self._closed:
             self._counted = True
             self.service.sessions += 1
@@ -243,14 +269,60 @@ class SessionEnvironment(Environment):
             if self._counted:
                 self.service.sessions -= 1
 
+    # ---- OpenEnv's Task API (GET /{env}/splits, POST /{env}/tasks, /num_tasks, /task, /task_range) ----
+    # OpenEnv calls these on a throwaway session; lm_gym.core.episodes answers (episode i is reset(seed=i)).
+    async def list_splits(self) -> list[dict[str, str]]:
+        return self.service.episodes.splits()
+
+    async def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        """A preview: the split's first :data:`TASK_PREVIEW` episodes (``num_tasks`` counts them all)."""
+        return await self._describe(lambda episodes: episodes.describe_range(split, 0, TASK_PREVIEW))
+
+    async def num_tasks(self, split: str) -> int:
+        return await self._describe(lambda episodes: episodes.num_episodes(split))
+
+    async def get_task(self, split: str, index: int) -> dict[str, Any]:
+        return await self._describe(lambda episodes: episodes.describe(split, index))
+
+    async def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[Any]:
+        return await self._describe(lambda episodes: episodes.describe_range(split, start, stop))
+
+    async def _describe(self, answer: Any) -> Any:
+        """``answer(episodes)`` off the event loop (a split's env may be built), as JSON; a bad split or index
+        is a typed ``ConfigurationError`` (400, named), not OpenEnv's bare "Invalid task index"."""
+        try:
+            return to_json(await run_in_threadpool(answer, self.service.episodes))
+        except Exception as error:
+            raise to_wire(error) from None
+
     # ---- helpers ---------------------------------------------------------------------------
-    def _reset(self, seed: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    def _episode_env(self, split: Any, index: Any, seed: Any) -> tuple[Any, str | None, Any]:
+        """The env, split and seed of a reset with ``split`` and ``index`` (Task API: index = seed; either may be
+        left out: the session's split, the given seed)."""
+        if split is None and index is None:
+            return self.env, self._state.split, seed
+        episodes = self.service.episodes
+        if split is not None:
+            split = episodes.check_split(split)
+        if index is not None:
+            index = episodes.check_index(split or self._state.split or "train", index)
+            if seed is not None and seed != index:
+                raise ConfigurationError(f"reset got index={index} and seed={safe_repr(seed)}: the index is the seed")
+            seed = index
+        if split is None or not episodes.takes_split:
+            return self.env, self._state.split, seed
+        env = self.env if split == self._state.split else self.service.new_env(split)
+        return env, split, seed
+
+    def _reset(self, env: Any, seed: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         options = kwargs.pop("options", None)
         if kwargs:
-            raise ConfigurationError(f"reset takes seed, episode_id and options; got also {sorted(kwargs)}")
+            raise ConfigurationError(
+                f"reset takes seed, episode_id, options, split and index; got also {sorted(kwargs)}"
+            )
         if isinstance(seed, bool):
             raise ConfigurationError(f"seed must be None or a non-negative int, got {safe_repr(seed)}")
-        return self.env.reset(seed=seed, options=options)
+        return env.reset(seed=seed, options=options)
 
     def _action(self, action: Action) -> Any:
         return action.text if isinstance(action, UtteranceAction) else action.token

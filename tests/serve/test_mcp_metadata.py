@@ -12,9 +12,11 @@ import subprocess
 import urllib.error
 import urllib.request
 
+import gymnasium
 import pytest
 
 import lm_gym
+from lm_gym.core.registration import task_class
 
 pytest.importorskip("openenv")
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
@@ -34,11 +36,24 @@ def post(url: str, body: bytes) -> tuple[int, dict | None]:
         return error.code, json.load(error)
 
 
-def test_openenv_validate_passes_every_criterion(start_server):
+def every_task() -> list:
+    """Every built-in task with its offline arguments (only Wordle in the default run), and a user's task."""
+    ids = sorted(name for name in gymnasium.registry if name.startswith("lm_gym/") and name != "lm_gym/Remote-v0")
+    cases = [
+        pytest.param(env_id, task_class(env_id).offline_kwargs, marks=() if env_id == WORDLE else pytest.mark.slow)
+        for env_id in ids
+    ]
+    return [*cases, pytest.param("user/CountUp-v0", {}, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize(("env_id", "env_kwargs"), every_task())
+def test_openenv_validate_passes_every_criterion(start_server, env_id, env_kwargs):
+    import user_tasks  # noqa: F401  (registers user/CountUp-v0)
+
     executable = shutil.which("openenv")
     if executable is None:
         pytest.skip("OpenEnv's command is not on PATH")
-    url, _, _ = start_server(WORDLE)
+    url, _, _ = start_server(env_id, env_kwargs=env_kwargs)
     completed = subprocess.run(
         [executable, "validate", "--url", url, "--json"], capture_output=True, text=True, timeout=120, check=False
     )

@@ -109,7 +109,8 @@ class VisDialEnv(TextEnv):
     appended: write the "?" yourself. Any text is a question: one the answerer cannot make out
     is answered "i can't tell" (synthetic and local worlds). A non-``str`` action or one over
     256 characters raises ``InvalidActionError``. At ``action_level="token"``: token ids
-    (``TokenLevel``); a question ends at EOS or after ``max_new_tokens`` (default 24).
+    (``TokenLevel``); a question ends at EOS or after ``max_new_tokens`` (default 24). As a tool
+    of a tool-calling trainer (``lm_gym.integrations.trl_environment``): ``ask(question)``.
 
     ## Observation Space
     ``Text(max_length=512 + 514 * max_turns)``: the ILQL text form, the caption on the first
@@ -207,6 +208,11 @@ class VisDialEnv(TextEnv):
     offline_kwargs: ClassVar[dict[str, Any]] = {"source": "synthetic"}
     reset_options: ClassVar[tuple[str, ...]] = ("index",)
     success_metric: ClassVar[str | None] = "reached_cutoff"
+    tool_name: ClassVar[str | None] = "ask"
+    tool_argument: ClassVar[str | None] = "question"
+    tool_argument_description: ClassVar[str | None] = (
+        "your question about the hidden image, one line ending with ?, e.g. what color is the dog?"
+    )
 
     @classmethod
     def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
@@ -327,6 +333,9 @@ class VisDialEnv(TextEnv):
         return image_features
 
     # ---- the game -----------------------------------------------------------------------
+    def num_episodes(self) -> int:
+        return len(self.images)
+
     def _new_episode(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         index = self.episode_index(options, len(self.images))
         image = self.images[index]
