@@ -93,18 +93,10 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
         description="Serve an lm-gym task over OpenEnv's protocol, batching steps across sessions.",
     )
     parser.add_argument("env_id", help="a registered lm-gym id, or 'module:env_id' for one a module of yours registers")
-    parser.add_argument("--env-kwargs", default="{}", help="the task's constructor arguments as a JSON object")
-    parser.add_argument("--action-level", default="utterance", choices=ACTION_LEVELS)
+    add_task_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-sessions", type=int, default=256, help="WebSocket sessions per worker")
-    parser.add_argument("--batch-window-ms", type=float, default=2.0, help="how long a step waits for other sessions'")
-    parser.add_argument("--no-batching", action="store_true", help="play each step on its own (a baseline)")
-    parser.add_argument("--workers", type=int, default=1, help="server processes sharing the port")
-    parser.add_argument("--max-message-bytes", type=int, default=1 << 20)
-    parser.add_argument("--idle-timeout-s", type=float, default=600.0)
-    parser.add_argument("--max-steps-per-s", type=float, default=0.0, help="messages per second per session; 0: none")
-    parser.add_argument("--shutdown-grace-s", type=float, default=10.0)
+    add_session_arguments(parser)
     parser.add_argument(
         "--token-file",
         metavar="FILE",
@@ -139,3 +131,21 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
         )
     except ConfigurationError as error:
         parser.error(str(error))
+
+
+def add_task_arguments(parser: argparse.ArgumentParser) -> None:
+    """The task's options, shared by the server and ``export``: its constructor arguments and action level."""
+    parser.add_argument("--env-kwargs", default="{}", help="the task's constructor arguments as a JSON object")
+    parser.add_argument("--action-level", default="utterance", choices=ACTION_LEVELS)
+
+
+def add_session_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sessions' limits and batching, shared by the server and ``export`` (which bakes them in)."""
+    parser.add_argument("--max-sessions", type=int, default=256, help="WebSocket sessions per worker")
+    parser.add_argument("--batch-window-ms", type=float, default=2.0, help="how long a step waits for other sessions'")
+    parser.add_argument("--no-batching", action="store_true", help="play each step on its own (a baseline)")
+    parser.add_argument("--workers", type=int, default=1, help="server processes sharing the port")
+    parser.add_argument("--max-message-bytes", type=int, default=1 << 20)
+    parser.add_argument("--idle-timeout-s", type=float, default=600.0)
+    parser.add_argument("--max-steps-per-s", type=float, default=0.0, help="messages per second per session; 0: none")
+    parser.add_argument("--shutdown-grace-s", type=float, default=10.0)
