@@ -2,16 +2,19 @@
 
     python benchmark/perf/serve_load.py --clients 64 --steps 1000 [--env-id lm_gym/Wordle-v0] [--url URL]
     python benchmark/perf/serve_load.py --clients 8 --steps 200 --action-level token
+    python benchmark/perf/serve_load.py --url http://127.0.0.1:8000 --token-file ~/.lm-gym-token
 
 Without ``--url`` it starts the server itself (``python -m lm_gym.serve ENV_ID`` on a free loopback
-port), waits for ``GET /health`` and stops it afterwards. With ``--url`` it plays a server that is
-already running (loopback only), serving ``--env-id`` with ``--env-kwargs`` at ``--action-level``.
+port, with a fresh bearer token unless ``--no-token``), waits for ``GET /health`` and stops it
+afterwards. With ``--url`` it plays a server that is already running (loopback only), serving
+``--env-id`` with ``--env-kwargs`` at ``--action-level``, whose token ``--token-file`` holds.
 
 Each client is one WebSocket session written against OpenEnv's protocol (the ``websockets``
 package, not lm-gym's client); all clients run concurrently in one asyncio loop. Client ``c``
 asks for the session's state, then plays episodes with seeds ``c * 100000 + e`` (``e`` = 0, 1,
-...), choosing each action from its episode's seed (a word of ``WORDS`` at utterance level, a
-token the action mask allows at token level), resetting when ``done``, until it has sent
+...; every other episode through the Task API's ``reset(index=seed)``), choosing each action from
+its episode's seed (a word of ``WORDS`` at utterance level, a token the action mask allows at token
+level), resetting when ``done``, until it has sent
 ``--steps`` steps; it ends with a state request, whose ``step_count`` must be the steps it sent
 in its last episode. It records every request, reply and latency.
 
@@ -22,6 +25,11 @@ the same, and every request must have exactly one reply, so a lost, duplicated o
 step shows up. Prints the latency of all requests (p50, p99, max), the steps, steps per second and
 the failures; exits 1 on any failure. ``--timeout-s`` bounds the whole load (the clients stop and
 the run fails cleanly).
+
+With a token, ``--intruders`` more clients (default: as many as ``--clients``) knock during the
+load, without the token, with a wrong one or a malformed header, on the WebSocket and on the Task
+API's ``/splits``: each must be refused (``401``). The server it starts holds only ``--clients`` + 4
+sessions, so an intruder that got a session would also cost a real client its own.
 """
 
 from __future__ import annotations
@@ -30,15 +38,19 @@ import argparse
 import asyncio
 import json
 import math
+import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -100,6 +112,8 @@ class LoadReport:
     max_ms: float
     failures: list[str]
     transcripts: list[Transcript] = field(repr=False, default_factory=list)
+    #: Requests without the token, or with a wrong or malformed one, that the server refused.
+    refused_intruders: int = 0
 
     @property
     def steps_per_s(self) -> float:
@@ -114,6 +128,7 @@ class LoadReport:
             f"{self.clients} clients x {self.steps_per_client} steps: {self.total_steps} steps, "
             f"{self.requests} requests in {self.elapsed_s:.1f} s ({self.steps_per_s:.0f} steps/s)",
             f"latency p50 {self.p50_ms:.2f} ms, p99 {self.p99_ms:.2f} ms, max {self.max_ms:.2f} ms",
+            f"intruders refused: {self.refused_intruders}",
             f"failures: {len(self.failures)}",
         ]
         return "\n".join(lines + [f"  {failure}" for failure in self.failures[:20]])
@@ -165,14 +180,23 @@ class Client:
             pass
 
 
-async def play_client(url: str, transcript: Transcript, steps: int, env_id: str, action_level: str, deadline: float):
+def auth_headers(token: str | None) -> dict[str, str]:
+    return {} if token is None else {"Authorization": f"Bearer {token}"}
+
+
+async def play_client(
+    url: str, transcript: Transcript, steps: int, env_id: str, action_level: str, deadline: float, token: str | None
+):
     """Client ``transcript.client``'s episodes until it has sent ``steps`` steps; why it stopped early, if it
     did, goes to ``transcript.error``."""
     from websockets.asyncio.client import connect
 
     try:
         timeout = max(1.0, deadline - time.monotonic())
-        async with connect(websocket_url(url), open_timeout=timeout, max_size=None, proxy=None) as ws:
+        headers = auth_headers(token)
+        async with connect(
+            websocket_url(url), open_timeout=timeout, max_size=None, proxy=None, additional_headers=headers
+        ) as ws:
             client = Client(ws, transcript, deadline)
             state = (await client.request({"type": "state"}))["data"]
             if (state.get("env_id"), state.get("action_level")) != (env_id, action_level):
@@ -180,7 +204,8 @@ async def play_client(url: str, transcript: Transcript, steps: int, env_id: str,
             sent, episode = 0, 0
             while sent < steps:
                 seed = transcript.client * SEED_STRIDE + episode
-                reply = (await client.request({"type": "reset", "data": {"seed": seed}}))["data"]
+                reset = {"seed": seed} if episode % 2 == 0 else {"index": seed}  # the Task API's reset
+                reply = (await client.request({"type": "reset", "data": reset}))["data"]
                 rng = np.random.default_rng(seed)
                 while sent < steps and not reply["done"]:
                     action = choose_action(rng, action_level, state["spaces"], reply)
@@ -195,17 +220,74 @@ async def play_client(url: str, transcript: Transcript, steps: int, env_id: str,
         transcript.error = f"{type(error).__name__}: {error}"
 
 
-async def play_all(url: str, clients: int, steps: int, env_id: str, action_level: str, timeout_s: float):
-    """All clients at once, in this loop; their transcripts (partial where one stopped early)."""
+#: What the intruders send as ``Authorization``: nothing, a wrong token, malformed headers.
+INTRUDER_HEADERS = (None, "Bearer not-the-token-0123456789", "Bearer", "Basic dXNlcjpwYXNz", "bearer  x y")
+
+
+async def intrude(url: str, env_id: str, number: int, deadline: float) -> tuple[int, list[str]]:
+    """Intruder ``number``: one WebSocket handshake and one Task API request without a valid token; how many
+    were refused with ``401``, and a failure for each that was not."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidStatus
+
+    header = INTRUDER_HEADERS[number % len(INTRUDER_HEADERS)]
+    headers = {} if header is None else {"Authorization": header}
+    refused, failures = 0, []
+    try:
+        timeout = max(1.0, deadline - time.monotonic())
+        async with connect(websocket_url(url), open_timeout=timeout, proxy=None, additional_headers=headers) as ws:
+            await ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+            failures.append(f"intruder {number} ({header!r}) opened a WebSocket and got {str(await ws.recv())[:80]}")
+    except InvalidStatus as error:
+        status = error.response.status_code
+        refused += status == 401
+        if status != 401:
+            failures.append(f"intruder {number} ({header!r}): the WebSocket handshake got {status}, not 401")
+    route = f"{url}/{env_id.replace('/', '-')}/splits"
+    status = await asyncio.to_thread(http_status, route, headers)
+    refused += status == 401
+    if status != 401:
+        failures.append(f"intruder {number} ({header!r}): GET {route} got {status}, not 401")
+    return refused, failures
+
+
+def http_status(url: str, headers: dict[str, str]) -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as reply:
+            return reply.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+async def play_all(
+    url: str,
+    clients: int,
+    steps: int,
+    env_id: str,
+    action_level: str,
+    timeout_s: float,
+    token: str | None = None,
+    intruders: int = 0,
+):
+    """All clients at once, in this loop, and the intruders among them; the clients' transcripts (partial
+    where one stopped early), how many intruders' requests were refused, and the intruders' failures."""
     deadline = time.monotonic() + timeout_s
     transcripts = [Transcript(c) for c in range(clients)]
-    plays = [play_client(url, t, steps, env_id, action_level, deadline) for t in transcripts]
+    plays = [play_client(url, t, steps, env_id, action_level, deadline, token) for t in transcripts]
+    knocks = [intrude(url, env_id, number, deadline) for number in range(intruders)]
+    outcomes: list[Any] = []
     try:
-        await asyncio.wait_for(asyncio.gather(*plays), timeout_s + 10)  # a backstop: each request has the deadline
+        # a backstop: each request has the deadline
+        outcomes = await asyncio.wait_for(asyncio.gather(*knocks, *plays), timeout_s + 10)
     except (asyncio.TimeoutError, TimeoutError):
         for transcript in transcripts:
             transcript.error = transcript.error or "timed out"
-    return transcripts
+    knocked = outcomes[:intruders]
+    refused = sum(count for count, _ in knocked)
+    failures = [failure for _, found in knocked for failure in found]
+    if len(knocked) < intruders:
+        failures.append("the intruders did not finish before the deadline")
+    return transcripts, refused, failures
 
 
 # ---- the local replay ----------------------------------------------------------------------
@@ -256,7 +338,8 @@ def replay(transcript: Transcript, env_id: str, env_kwargs: dict[str, Any], acti
             elif exchange.request["type"] == "state":
                 problem = compare_state(exchange, steps_in_episode)
             elif exchange.request["type"] == "reset":
-                obs, info = env.reset(seed=exchange.request["data"]["seed"])
+                data = exchange.request["data"]
+                obs, info = env.reset(seed=data.get("seed", data.get("index")))
                 steps_in_episode = 0
                 problem = compare(exchange, wire_observation(obs, None, False, False, info))
             else:
@@ -304,13 +387,19 @@ def run_load(
     env_kwargs: dict[str, Any] | None = None,
     action_level: str = "utterance",
     timeout_s: float = 600.0,
+    token: str | None = None,
+    intruders: int = 0,
 ) -> LoadReport:
-    """``clients`` concurrent sessions of the server at ``url``, ``steps`` steps each, checked by a local replay."""
+    """``clients`` concurrent sessions of the server at ``url`` (with its bearer ``token``), ``steps`` steps each,
+    checked by a local replay; with a token, ``intruders`` requests without it among them, each to be refused."""
+    if token is None:
+        intruders = 0
     start = time.perf_counter()
-    transcripts = asyncio.run(play_all(url, clients, steps, env_id, action_level, timeout_s))
+    played = play_all(url, clients, steps, env_id, action_level, timeout_s, token, intruders)
+    transcripts, refused, intruder_failures = asyncio.run(played)
     last_reply = max((t.finished for t in transcripts if not math.isnan(t.finished)), default=start)
     elapsed = last_reply - start
-    failures = check(transcripts, env_id, env_kwargs or {}, action_level)
+    failures = intruder_failures + check(transcripts, env_id, env_kwargs or {}, action_level)
     latencies = [e.latency_s * 1000 for t in transcripts for e in t.exchanges if e.reply is not None]
     p50, p99, worst = np.percentile(latencies, [50, 99, 100]).tolist() if latencies else [math.nan] * 3
     return LoadReport(
@@ -324,6 +413,7 @@ def run_load(
         max_ms=worst,
         failures=failures,
         transcripts=transcripts,
+        refused_intruders=refused,
     )
 
 
@@ -349,11 +439,18 @@ def wait_for_health(url: str, process: subprocess.Popen, timeout_s: float) -> No
 
 
 @contextmanager
-def local_server(env_id: str, env_kwargs: dict, action_level: str, max_sessions: int) -> Iterator[str]:
-    """``python -m lm_gym.serve`` on a free loopback port while the block runs; yields its URL."""
+def local_server(
+    env_id: str, env_kwargs: dict, action_level: str, max_sessions: int, token: str | None = None
+) -> Iterator[str]:
+    """``python -m lm_gym.serve`` on a free loopback port (bearer ``token``) while the block runs; yields its URL."""
     port = free_port()
     command = [sys.executable, "-m", "lm_gym.serve", env_id, "--env-kwargs", json.dumps(env_kwargs),
                "--action-level", action_level, "--port", str(port), "--max-sessions", str(max_sessions)]  # fmt: skip
+    folder = tempfile.TemporaryDirectory()
+    if token is not None:
+        token_file = Path(folder.name) / "token"
+        token_file.write_text(token, encoding="utf-8")
+        command += ["--token-file", str(token_file)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -366,6 +463,7 @@ def local_server(env_id: str, env_kwargs: dict, action_level: str, max_sessions:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        folder.cleanup()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -379,11 +477,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--url", help="a running server on loopback (default: start one for the test)")
     parser.add_argument("--timeout-s", type=float, default=600.0, help="bound on the whole load (not the replay)")
+    parser.add_argument("--token-file", help="the running server's bearer token (with --url), in a file")
+    parser.add_argument("--no-token", action="store_true", help="start the server without a token (no --url)")
+    parser.add_argument(
+        "--intruders", type=int, help="requests without a valid token during the load (default: --clients)"
+    )
     args = parser.parse_args(argv)
     if args.clients < 1 or args.steps < 1 or args.timeout_s <= 0:
         parser.error("--clients, --steps and --timeout-s must be positive")
     if args.url is not None and urllib.parse.urlsplit(args.url).hostname not in LOOPBACK:
         parser.error(f"--url must be a loopback address ({', '.join(LOOPBACK)}), got {args.url!r}")
+    if args.token_file is not None and (args.url is None or args.no_token):
+        parser.error("--token-file names a running server's token: give it with --url (and without --no-token)")
+    if args.intruders is not None and args.intruders < 0:
+        parser.error("--intruders must be >= 0")
     try:
         args.env_kwargs = json.loads(args.env_kwargs)
     except json.JSONDecodeError as error:
@@ -393,12 +500,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    intruders = args.clients if args.intruders is None else args.intruders
     settings = dict(clients=args.clients, steps=args.steps, env_kwargs=args.env_kwargs, action_level=args.action_level)
+    settings |= dict(timeout_s=args.timeout_s, intruders=intruders)
     if args.url is not None:
-        report = run_load(args.url, args.env_id, timeout_s=args.timeout_s, **settings)
+        token = None if args.token_file is None else Path(args.token_file).expanduser().read_text("utf-8").strip()
+        report = run_load(args.url, args.env_id, token=token, **settings)
     else:
-        with local_server(args.env_id, args.env_kwargs, args.action_level, args.clients + 4) as url:
-            report = run_load(url, args.env_id, timeout_s=args.timeout_s, **settings)
+        token = None if args.no_token else secrets.token_urlsafe(24)
+        with local_server(args.env_id, args.env_kwargs, args.action_level, args.clients + 4, token) as url:
+            report = run_load(url, args.env_id, token=token, **settings)
     print(report.summary(), flush=True)
     return 0 if report.ok else 1
 

@@ -26,15 +26,27 @@ ROOT = Path(__file__).resolve().parents[2]
 WORDLE = "lm_gym/Wordle-v0"
 
 
-def load(start_server, record_property, clients: int, steps: int, action_level: str = "utterance"):
-    """A load test of an in-process Wordle server; prints and records its latencies."""
-    url, served, _ = start_server(WORDLE, action_level=action_level)
-    report = serve_load.run_load(url, WORDLE, clients=clients, steps=steps, action_level=action_level, timeout_s=120)
+TOKEN = "the-load-test-token-0123456789"
+
+
+def load(start_server, record_property, clients: int, steps: int, action_level: str = "utterance", token=None):
+    """A load test of an in-process Wordle server (with ``token``: as many intruders as clients, and room for
+    only four sessions more than the clients); prints and records its latencies."""
+    settings = {} if token is None else {"token": token, "max_sessions": clients + 4}
+    url, served, _ = start_server(WORDLE, action_level=action_level, **settings)
+    intruders = 0 if token is None else clients
+    report = serve_load.run_load(
+        url, WORDLE, clients=clients, steps=steps, action_level=action_level, timeout_s=120, token=token,
+        intruders=intruders,
+    )  # fmt: skip
     print(f"\n{report.summary()}")
     for name in ("p50_ms", "p99_ms", "max_ms", "steps_per_s", "total_steps"):
         record_property(name, round(getattr(report, name), 3))
     assert not report.failures, "\n".join(report.failures[:10])
     assert report.ok and report.total_steps == clients * steps
+    assert report.refused_intruders == 2 * intruders  # each: a WebSocket handshake and a Task API request
+    if token is not None:
+        assert served.auth.refused >= 2 * intruders
     return report, served
 
 
@@ -47,9 +59,14 @@ def test_token_level_clients_replay_their_local_episodes(start_server, record_pr
     load(start_server, record_property, clients=4, steps=40, action_level="token")
 
 
+def test_with_a_token_no_intruder_reaches_an_env_or_a_session(start_server, record_property):
+    report, served = load(start_server, record_property, clients=6, steps=40, token=TOKEN)
+    assert served.service.sessions == 0  # every session closed; none was an intruder's
+
+
 @pytest.mark.slow  # about 25 s on two cores: the server and 64 clients share this process
 def test_64_clients_of_1000_steps_each_replay_their_local_episodes(start_server, record_property):
-    load(start_server, record_property, clients=64, steps=1000)
+    load(start_server, record_property, clients=64, steps=1000, token=TOKEN)
 
 
 def test_the_check_finds_lost_duplicated_crossed_and_unasked_replies(start_server):

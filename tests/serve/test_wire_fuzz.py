@@ -6,6 +6,9 @@
   is not JSON, and binary frames: each gets one well-formed reply (an observation, a state, or an
   error whose ``error_type`` is one of ``lm_gym.serve.errors.WIRE_ERRORS``), the session stays
   open, and a reset with a fixed seed and a step then play exactly the local env's episode.
+- Bodies of the Task API's routes (``/{env}/task``, ``/task_range``, ``/num_tasks``, ``/tasks``):
+  random splits, indices and bounds of any JSON type get ``200``, a typed ``400`` or FastAPI's ``422``,
+  never a ``500``, and the routes still answer.
 - Valid-shaped, random actions (strings: non-ASCII, lone surrogates, over-long; tokens:
   negative, out of range, huge): the server replies what the local env does with the same action
   after the same reset, its result or its typed error.
@@ -48,7 +51,7 @@ json_values = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(strings, children, max_size=4),
     max_leaves=12,
 )
-KNOWN_KEYS = ["seed", "options", "episode_id", "text", "token", "metadata", "index", "answer"]
+KNOWN_KEYS = ["seed", "options", "episode_id", "text", "token", "metadata", "index", "answer", "split"]
 #: ``data`` with the keys of the protocol's messages and values of the right type or not.
 known_data = st.dictionaries(st.sampled_from(KNOWN_KEYS), strings | st.integers(-5, 5000) | json_values, max_size=2)
 #: The protocol's types; ``"close"`` is left out: it ends the session, as the protocol says.
@@ -342,7 +345,7 @@ def test_fuzzed_authorization_headers_are_refused_with_401_and_never_reach_the_e
 
     sent, envs_made = [], []
     new_env = served.service.new_env
-    served.service.new_env = lambda: envs_made.append(1) or new_env()  # OpenEnv makes one per HTTP /reset
+    served.service.new_env = lambda *split: envs_made.append(1) or new_env(*split)  # one per HTTP /reset
 
     @given(authorization=authorizations)
     def fuzz(authorization):
@@ -353,3 +356,38 @@ def test_fuzzed_authorization_headers_are_refused_with_401_and_never_reach_the_e
     fuzz()
     assert served.auth.refused == len(sent) and not envs_made
     assert status_and_body(f"Bearer {token}".encode())[0] == 200 and envs_made
+
+
+TASK_KEYS = ["split", "index", "start", "stop"]
+task_values = st.sampled_from(["train", "validation", "test", "dev", ""]) | st.integers(-(2**40), 2**40) | json_values
+task_bodies = st.dictionaries(st.sampled_from(TASK_KEYS), task_values, max_size=4) | json_values
+
+
+def test_fuzzed_task_api_bodies_get_typed_answers_and_the_routes_go_on(start_server):
+    import urllib.error
+    import urllib.request
+
+    from lm_gym.serve.errors import WIRE_ERRORS
+
+    url, _, _ = start_server(WORDLE)
+
+    def post(route: str, body: object) -> tuple[int, object]:
+        data = json.dumps(body).encode()
+        request = urllib.request.Request(f"{url}/lm_gym-Wordle-v0/{route}", data=data, method="POST")
+        request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as reply:
+                return reply.status, json.load(reply)
+        except urllib.error.HTTPError as error:
+            return error.code, json.load(error)
+
+    @settings(max_examples=2 * settings().max_examples)
+    @given(route=st.sampled_from(["task", "task_range", "num_tasks", "tasks"]), body=task_bodies)
+    def fuzz(route, body):
+        status, reply = post(route, body)
+        assert status in (200, 400, 422), (route, body, status, reply)
+        if status == 400:
+            assert reply["error_type"] in WIRE_ERRORS, (route, body, reply)
+        assert post("task", {"split": "test", "index": SEED})[1]["task"]["seed"] == SEED
+
+    fuzz()
