@@ -3,9 +3,10 @@
 :func:`export_package` writes, for any registered task (a user's too), the folder OpenEnv 0.10's
 tools read (``openenv validate DIR``, ``openenv build``, ``openenv push``; docs/serving.md):
 
-- ``openenv.yaml``: the name, version and description, OpenEnv's ``validation:`` block (the reward
-  range is the task's declared return range, :meth:`lm_gym.core.text_env.TextEnv.value_ranges`, or
-  ``--reward-range``) and, under ``lm_gym:``, the task's id, kwargs, action level and digest;
+- ``openenv.yaml``: the name, version and description, OpenEnv's ``validation:`` block (its reward
+  range: :func:`reward_range`, from the task's declared return range,
+  :meth:`lm_gym.core.text_env.TextEnv.value_ranges`, or ``--reward-range``) and, under
+  ``lm_gym:``, the task's id, kwargs, action level and digest;
 - ``server/app.py``: lm-gym's own server with the task and the chosen settings baked in;
 - ``Dockerfile``: installs lm-gym (``--lm-gym-requirement``) and serves the task offline;
 - ``README.md``: a Hugging Face Space's front matter, how to serve and play it, the task's manual
@@ -211,9 +212,13 @@ def _class_prefix(env_id: str) -> str:
     return prefix if prefix[0].isalpha() else f"Task{prefix}"
 
 
-def reward_range(env_id: str, env_kwargs: dict[str, Any], given: tuple[float, float] | None = None) -> tuple:
-    """The reward range of the package: ``given``, else the task's declared return range for ``env_kwargs``
-    (with its registered defaults), which must be finite (OpenEnv's manifest takes finite numbers only)."""
+def reward_range(
+    env_id: str, env_kwargs: dict[str, Any], given: tuple[float, float] | None = None, early_eos_penalty: float = 0.0
+) -> tuple[float, float]:
+    """The range of a step's reward, openenv.yaml's ``reward.range``: ``given``, else the task's declared return
+    range for ``env_kwargs`` (with its registered defaults), widened to hold 0 (the reward of a step before the
+    last, at the token level) and, at the token level, lowered by ``early_eos_penalty``. It must be finite
+    (OpenEnv's manifest takes finite numbers only)."""
     if given is not None:
         low, high = (float(value) for value in given)
         if not (math.isfinite(low) and math.isfinite(high) and low < high):
@@ -221,13 +226,13 @@ def reward_range(env_id: str, env_kwargs: dict[str, Any], given: tuple[float, fl
         return low, high
     spec = task_spec(env_id)
     declared = task_class(env_id).value_ranges(**{**spec.kwargs, **env_kwargs}).get("return")
-    if declared is None or math.isinf(declared.low) or math.isinf(declared.high):
+    if declared is None or math.isinf(declared.low) or math.isinf(declared.high) or declared.low == declared.high:
         what = "no return range" if declared is None else f"the return range {declared}"
         raise ConfigurationError(
             f"{spec.id} declares {what} for env_kwargs {safe_repr(env_kwargs)} (TextEnv.value_ranges); "
             "OpenEnv's manifest needs a finite one: pass --reward-range LOW HIGH"
         )
-    return float(declared.low), float(declared.high)
+    return min(float(declared.low) - early_eos_penalty, 0.0), max(float(declared.high), 0.0)
 
 
 def _probe(env: Any, action_level: str) -> dict[str, Any]:
@@ -279,7 +284,7 @@ def _manifest(config: ServeConfig, options: ExportOptions, package: str, summary
             "reward": {"range": list(low_high), "oracle_tolerance": 0.0, "floor_margin": 0.1},
             "resources": {"cpu": 1.0, "memory_mb": 4096, "disk_mb": 8192, "episode_timeout_s": 600.0},
             "network": {"mode": "no-network"},
-            "capabilities": {"verifier": {"kind": "reward_channel"}},
+            "capabilities": {"verifier": {"kind": "reward_channel"}, "task_api": True},
             "types": {"tags": ["lm-gym", "single-turn" if single_turn else "multi-turn", config.action_level]},
             "execution": {
                 "kind": "openenv_ws",
@@ -297,7 +302,8 @@ def _render(config, options, spec, env, package, served_id, shipped) -> dict[str
     """The package's files (path -> text), but the copied module."""
     from lm_gym import __version__
 
-    low_high = reward_range(config.env_id, config.env_kwargs, options.reward_range)
+    penalty = float(getattr(env, "early_eos_penalty", 0.0))  # a TokenLevel's, at the token level
+    low_high = reward_range(config.env_id, config.env_kwargs, options.reward_range, penalty)
     manual = inspect.getdoc(task_class(config.env_id)) or f"lm-gym task {spec.id}."
     summary = f"lm-gym task {spec.id} ({config.action_level} level): {manual.splitlines()[0].strip()}"
     prefix = _class_prefix(spec.id)

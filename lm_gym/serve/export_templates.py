@@ -48,16 +48,17 @@ class $observation(Observation):
 
     terminated: bool = Field(default=False, description="the episode ended (Gymnasium's terminated)")
     truncated: bool = Field(default=False, description="the episode was cut (Gymnasium's truncated)")
-    info: dict[str, Any] = Field(default_factory=dict, description="the step's info (JSON)")
+    info: dict[str, Any] = Field(default_factory=dict, description="the step's info (JSON; see lm_gym.serve.wire)")
 $observation_fields
 
 class $state(State):
-    """OpenEnv's state with the served task's id, action level, spaces and digest."""
+    """OpenEnv's state with the served task's id, action level, spaces, digest and split."""
 
     env_id: str = ""
-    action_level: str = "$action_level"
+    action_level: str = "utterance"
     spaces: dict[str, Any] = Field(default_factory=dict)
     task_digest: str = Field(default="", description="SHA-256 of the task's id, kwargs and action level")
+    split: str | None = Field(default=None, description="the split the session plays (None: the task takes none)")
 ''')
 
 UTTERANCE_FIELDS = Template("""\
@@ -278,6 +279,8 @@ from $package import $client, $action
 
 with $client(base_url="http://127.0.0.1:8000", token=...).sync() as env:
     result = env.reset(seed=0)  # the reset seed is the episode: seed i plays the episode a local env plays
+    # or episode 3 of a split (OpenEnv's Task API: GET /{env}/splits, POST /{env}/task, ...):
+    # result = env.reset(split="validation", index=3)
     while not result.done:
         result = env.step($action($example_field))
         print(result.reward, result.observation)

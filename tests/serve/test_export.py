@@ -249,15 +249,29 @@ def test_the_command_line_bakes_the_settings_in(tmp_path):
     assert again.returncode != 0 and f"DIR {str(target)!r} is not empty" in again.stderr
 
 
-def test_a_token_level_package_has_the_token_wire_types(tmp_path, restore_registry):
+@pytest.mark.parametrize("level", ["utterance", "token"])
+def test_the_client_types_are_the_servers_wire_types(tmp_path, restore_registry, level):
+    import importlib.util
+
     import user_tasks  # noqa: F401  (registers user/SayTheWord-v0)
 
-    directory = export(
-        "user/SayTheWord-v0", tmp_path / "tokens", action_level="token", options=options(reward_range=(0, 1))
-    )
-    models = (directory / "models.py").read_text()
-    assert "token: int = Field(" in models and "prompt_ids: list[int]" in models and "text: str" not in models
-    assert json.loads((directory / "validation/runtime.json").read_text())["actions"][0] == {"token": 0}
+    from lm_gym.serve.config import ServeConfig
+    from lm_gym.serve.environment import TaskService, TaskState
+
+    directory = export("user/SayTheWord-v0", tmp_path / level, action_level=level, options=options(reward_range=(0, 1)))
+    spec = importlib.util.spec_from_file_location(f"exported_models_{level}", directory / "models.py")
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    service = TaskService(ServeConfig(env_id="user/SayTheWord-v0", action_level=level))
+    try:
+        served = {"Action": service.action_cls, "Observation": service.observation_cls, "State": TaskState}
+        for role, server_type in served.items():
+            client_type = getattr(models, f"SayTheWord{role}")
+            assert client_type.model_json_schema()["properties"] == server_type.model_json_schema()["properties"], role
+    finally:
+        service.batcher.shutdown()
+    action = {"utterance": {"text": "hello"}, "token": {"token": 0}}[level]
+    assert json.loads((directory / "validation/runtime.json").read_text())["actions"][0] == action
     validate(directory)
 
 
