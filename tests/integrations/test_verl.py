@@ -47,6 +47,7 @@ from lm_gym.integrations.verl import (  # noqa: E402
 WORDLE = ("lm_gym/Wordle-v0", {"num_answers": 20})
 COUNT_UP = ("user/CountUp-v0", {})
 SAY_THE_WORD = ("user/SayTheWord-v0", {})
+VISDIAL = ("lm_gym/VisDial-v0", {"source": "synthetic"})
 COMMONGEN = ("lm_gym/CommonGen-v0", {"source": "synthetic"})
 ECHO = ("user/Echo-v0", {"num_samples": 6})
 CHATML = (
@@ -59,6 +60,10 @@ WORDLE_GUESSES = ["crane", "zzzzz", "slate" * 20, "about", "pious", "moody"]
 
 def wordle_policy(chat: str, turn: int) -> str:
     return WORDLE_GUESSES[turn]
+
+
+def visdial_policy(chat: str, turn: int) -> str:
+    return ["what color is it?", "is there a dog?", "how many people are there?", "is it sunny?"][turn % 4]
 
 
 def count_up_policy(chat: str, turn: int) -> str:
@@ -133,8 +138,8 @@ def verl_config(model_dir, *overrides):
             overrides=[
                 f"actor_rollout_ref.model.path={model_dir}",
                 "actor_rollout_ref.rollout.name=vllm",
-                "data.max_prompt_length=512",
-                "data.max_response_length=512",
+                "data.max_prompt_length=1024",  # byte-level tokens: VisDial's rules are long
+                "data.max_response_length=1024",
                 *overrides,
             ],
         )
@@ -187,9 +192,10 @@ def trajectory(output, tokenizer, row):
     return prompt.tolist() + response, mask, runs, replies
 
 
-def local_episode(env_id, env_kwargs, seed, replies):
-    """The local env's episode of ``seed`` played with ``replies`` (cut to the action space): its rewards and chat."""
-    env = gymnasium.make(env_id, **env_kwargs)
+def local_episode(env_id, env_kwargs, seed, replies, split="train"):
+    """The local env's episode of ``seed`` on ``split`` played with ``replies`` (cut to the action space): its
+    rewards and chat."""
+    env = gymnasium.make(env_id, **split_kwargs(env_id, env_kwargs, split))
     observation, _ = env.reset(seed=seed)
     chat = ChatTranscript.start(env, observation)
     rewards = []
@@ -203,8 +209,13 @@ def local_episode(env_id, env_kwargs, seed, replies):
 
 @pytest.mark.parametrize(
     ("task", "policy"),
-    [(WORDLE, wordle_policy), (COUNT_UP, count_up_policy), (SAY_THE_WORD, say_the_word_policy)],
-    ids=["wordle", "count-up", "say-the-word"],
+    [
+        (WORDLE, wordle_policy),
+        (VISDIAL, visdial_policy),
+        (COUNT_UP, count_up_policy),
+        (SAY_THE_WORD, say_the_word_policy),
+    ],
+    ids=["wordle", "visdial", "count-up", "say-the-word"],
 )
 def test_the_agent_loop_plays_the_local_envs_episodes(worker, config, server, tmp_path, task, policy):
     env_id, env_kwargs = task
@@ -244,7 +255,7 @@ def test_wordle_bad_guesses_get_the_envs_penalty(worker, config, server, tmp_pat
     output = rollout(worker, config, server, paths[0], wordle_policy, rows=[1], group_size=1)
     _, _, _, replies = trajectory(output, worker.tokenizer, 0)
     assert replies == WORDLE_GUESSES  # the over-long reply is the model's; the env plays its first 64 characters
-    rewards, chat = local_episode(env_id, env_kwargs, 1, replies)
+    rewards, chat = local_episode(env_id, env_kwargs, 1, replies, split="validation")
     assert len(replies[2]) > gymnasium.make(env_id, **env_kwargs).action_space.max_length
     assert rewards[1] == rewards[2] == -1.0  # Wordle's penalty of a guess that is not a word
     assert list(output.non_tensor_batch["turn_scores"][0]) == rewards
