@@ -29,6 +29,7 @@ pytest.importorskip(
     "in a venv of their own (see .ci/run)",
 )
 import gymnasium  # noqa: E402
+import tomli_w  # noqa: E402  (a dependency of verifiers)
 import user_tasks  # noqa: E402,F401  (registers user/CountUp-v0 and user/Echo-v0)
 from aiohttp import web  # noqa: E402
 
@@ -277,62 +278,71 @@ SERVE_PYTHON = os.environ.get("LM_GYM_SERVE_PYTHON")  # a python with lm-gym[ser
 
 
 @pytest.fixture
-def served_task(request, tmp_path):
-    """``python -m lm_gym.serve ENV_ID`` in the serve venv (``LM_GYM_SERVE_PYTHON``): its URL."""
+def serve_task(tmp_path):
+    """Starts ``python -m lm_gym.serve ENV_ID`` in the serve venv (``LM_GYM_SERVE_PYTHON``); gives its URL."""
     if not SERVE_PYTHON:
         pytest.skip("LM_GYM_SERVE_PYTHON must name a python with lm-gym[serve] (openenv 0.10 cannot share this venv)")
-    env_id, env_kwargs = request.param
-    port = _free_port()
-    log = (tmp_path / "serve.log").open("w")
-    command = [SERVE_PYTHON, "-m", "lm_gym.serve", env_id, "--port", str(port), "--env-kwargs", json.dumps(env_kwargs)]
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    servers = []
+
+    def serve(env_id: str, env_kwargs: dict) -> str:
+        port = _free_port()
+        log_path = tmp_path / f"serve-{port}.log"
+        command = [SERVE_PYTHON, "-m", "lm_gym.serve", env_id, "--port", str(port)]
+        with log_path.open("w") as log:
+            servers.append(subprocess.Popen([*command, "--env-kwargs", json.dumps(env_kwargs)], stdout=log, stderr=log))
         deadline = time.monotonic() + 120
         while True:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
+                    return f"http://127.0.0.1:{port}"
             except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+                assert servers[-1].poll() is None and time.monotonic() < deadline, log_path.read_text()
                 time.sleep(0.5)
-        yield url
-    finally:
+
+    yield serve
+    for server in servers:
         server.terminate()
         server.wait(timeout=30)
-        log.close()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("served_task", "model"),
-    [(("lm_gym/Wordle-v0", {}), "openenv-wordle"), (("lm_gym/CommonGen-v0", {"source": "synthetic"}), "single")],
-    indirect=["served_task"],
+    ("env_id", "env_kwargs", "model"),
+    [("lm_gym/Wordle-v0", {}, "openenv-wordle"), ("lm_gym/CommonGen-v0", {"source": "synthetic"}, "single")],
 )
-def test_openenv_taskset_over_a_served_task_equals_the_local_env(tmp_path, model_url, served_task, model):
+def test_openenv_taskset_over_a_served_task_equals_the_local_env(
+    tmp_path, model_url, serve_task, env_id, env_kwargs, model
+):
+    url = serve_task(env_id, env_kwargs)
     resets = [{"split": "train", "index": index} for index in range(2)]  # the Task API: index = reset seed
     config = tmp_path / "eval.toml"
-    config.write_text(
-        f'model = "{model}"\npush = false\n'
-        f'[client]\nbase_url = "{model_url}"\napi_key_var = "OPENAI_API_KEY"\n'
-        f'[env.taskset]\nid = "openenv"\nbase_url = "{served_task}"\nresets = {json.dumps(resets)}\n'
-        '[env.player.harness]\nid = "null"\n[env.player.runtime]\ntype = "subprocess"\n'
-    )
+    settings = {
+        "model": model,
+        "push": False,
+        "client": {"base_url": model_url, "api_key_var": "OPENAI_API_KEY"},
+        "env": {
+            "taskset": {"id": "openenv", "base_url": url, "resets": resets},
+            "player": {"harness": {"id": "null"}, "runtime": {"type": "subprocess"}},
+        },
+    }
+    config.write_text(tomli_w.dumps(settings))
     episodes = run_vf_eval(["@", str(config)], tmp_path / "outputs")
     assert len(episodes) == 2
     for episode in sorted(episodes, key=lambda episode: episode["task"]["data"]["reset"]["index"]):
         assert episode["ok"], episode["errors"]
         (trace,) = episode["traces"]
         reset = trace["task"]["data"]["reset"]
-        replies = [node["message"]["content"] for node in trace["nodes"] if node["message"]["role"] == "assistant"]
-        env_id, env_kwargs = ("lm_gym/Wordle-v0", {}) if model.endswith("wordle") else (
-            "lm_gym/CommonGen-v0", {"source": "synthetic"})  # fmt: skip
+        sent = [node["message"] for node in trace["nodes"]]
+        replies = [message["content"] for message in sent if message["role"] == "assistant"]
         env = gymnasium.make(env_id, **split_kwargs(env_id, env_kwargs, reset["split"]))
-        env.reset(seed=reset["index"])
-        total, done = 0.0, False
+        observation, _ = env.reset(seed=reset["index"])
+        observations, total, done = [observation], 0.0, False
         for reply in replies:
             assert not done
-            _, reward, terminated, truncated, _ = env.step(reply)
+            observation, reward, terminated, truncated, _ = env.step(reply)
             total, done = total + float(reward), terminated or truncated
+            observations += [] if done else [observation]
         assert done
         assert trace["rewards"]["openenv_reward"]["score"] == pytest.approx(total)
+        payloads = [json.loads(message["content"]) for message in sent if message["role"] == "user"]
+        assert [payload["observation"]["text"] for payload in payloads] == observations  # the episode of that seed
