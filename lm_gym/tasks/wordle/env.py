@@ -47,7 +47,8 @@ class WordleEnv(TextEnv):
     letters a-z is an invalid guess: reward -1, no feedback, a turn used. A non-``str``
     action or one over 64 characters raises ``InvalidActionError``. At
     ``action_level="token"``: token ids (``TokenLevel``); a guess ends at EOS, after 8 tokens
-    or at 64 characters, so any sequence of token ids plays.
+    or at 64 characters, so any sequence of token ids plays. As a tool of a tool-calling
+    trainer (``lm_gym.integrations.trl_environment``): ``guess(word)``.
 
     ## Observation Space
     ``Text(max_length=1024)``: the board (see ``lm_gym.tasks.wordle.board``): a header line,
@@ -108,6 +109,9 @@ class WordleEnv(TextEnv):
     token_level_defaults: ClassVar[dict[str, int]] = {"max_prompt_length": 128, "max_new_tokens": 8}
     reset_options: ClassVar[tuple[str, ...]] = ("answer",)
     success_metric: ClassVar[str | None] = "solved"
+    tool_name: ClassVar[str | None] = "guess"
+    tool_argument: ClassVar[str | None] = "word"
+    tool_argument_description: ClassVar[str | None] = "your guess: a five-letter English word in lower case, e.g. crane"
 
     @classmethod
     def value_ranges(cls, **kwargs: Any) -> dict[str, Range]:
