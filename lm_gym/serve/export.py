@@ -103,10 +103,12 @@ def export_package(
         **{name: getattr(options, name) for name in _session_fields()},
     )
     _check_json("env_kwargs", env_kwargs)
+    if options.reward_range is not None:
+        _given_range(options.reward_range)  # before the task is built: a bad option fails at once
     spec = task_spec(env_id)  # ConfigurationError for an id that is not an lm-gym task
+    package = _package_name(options.name or spec.id)
     env = _build(config)
     shipped, served_id = _task_module(env_id)
-    package = _package_name(options.name or spec.id)
     files = _render(config, options, spec, env, package, served_id, shipped)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
@@ -220,10 +222,7 @@ def reward_range(
     last, at the token level) and, at the token level, lowered by ``early_eos_penalty``. It must be finite
     (OpenEnv's manifest takes finite numbers only)."""
     if given is not None:
-        low, high = (float(value) for value in given)
-        if not (math.isfinite(low) and math.isfinite(high) and low < high):
-            raise ConfigurationError(f"--reward-range must be two finite numbers LOW < HIGH, got {safe_repr(given)}")
-        return low, high
+        return _given_range(given)
     spec = task_spec(env_id)
     declared = task_class(env_id).value_ranges(**{**spec.kwargs, **env_kwargs}).get("return")
     if declared is None or math.isinf(declared.low) or math.isinf(declared.high) or declared.low == declared.high:
@@ -233,6 +232,16 @@ def reward_range(
             "OpenEnv's manifest needs a finite one: pass --reward-range LOW HIGH"
         )
     return min(float(declared.low) - early_eos_penalty, 0.0), max(float(declared.high), 0.0)
+
+
+def _given_range(given: Any) -> tuple[float, float]:
+    try:
+        low, high = (float(value) for value in given)
+    except (TypeError, ValueError):
+        low, high = math.nan, math.nan
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ConfigurationError(f"--reward-range must be two finite numbers LOW < HIGH, got {safe_repr(given)}")
+    return low, high
 
 
 def _probe(env: Any, action_level: str) -> dict[str, Any]:

@@ -240,13 +240,11 @@ def test_the_command_line_bakes_the_settings_in(tmp_path):
     execution = yaml.safe_load((target / "openenv.yaml").read_text())["validation"]["execution"]
     assert execution["requires_credentials"] is False  # the image serves without a token: validation needs none
     assert "from .client import SayTheWordEnv" in (target / "__init__.py").read_text()
-    again = subprocess.run(
-        [sys.executable, "-m", "lm_gym.serve", "export", "lm_gym/Wordle-v0", str(target)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert again.returncode != 0 and f"DIR {str(target)!r} is not empty" in again.stderr
+    from lm_gym.serve.export import main
+
+    with pytest.raises(SystemExit) as refused:  # the command line's answer to a non-empty DIR
+        main(["lm_gym/Wordle-v0", str(target)])
+    assert f"ConfigurationError: DIR {str(target)!r} is not empty" in str(refused.value.code)
 
 
 @pytest.mark.parametrize("level", ["utterance", "token"])
@@ -272,7 +270,8 @@ def test_the_client_types_are_the_servers_wire_types(tmp_path, restore_registry,
         service.batcher.shutdown()
     action = {"utterance": {"text": "hello"}, "token": {"token": 0}}[level]
     assert json.loads((directory / "validation/runtime.json").read_text())["actions"][0] == action
-    validate(directory)
+    if level == "token":  # the utterance level's packages are validated above
+        validate(directory)
 
 
 def nothing_written(parent: Path, before: set) -> bool:
