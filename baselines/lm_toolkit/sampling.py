@@ -13,6 +13,12 @@
 * :func:`response_log_probs` gives per-token log-probs (entropies, values) of right-padded
   responses under the same distribution as :func:`sample` (temperature, EOS impossible before
   ``min_new_tokens``, an optional mask of allowed tokens).
+
+On a GPU :func:`sample` waits on the host only every ``GPU_STOP_CHECK_EVERY`` tokens (whether every row
+has ended), and its decode steps hand transformers a 4-D mask, so that it reads no padding flag back
+from the device; its cache is preallocated to the episode's length everywhere (the same numbers, bit
+for bit). ``cuda_graphs`` (off by default) replays the decode step as a CUDA graph
+(:mod:`lm_toolkit.static_decoding`).
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import sdpa_mask
 from transformers.modeling_outputs import BaseModelOutput
 
+from lm_toolkit.lora import checkpointed_teacher_forced
 from lm_toolkit.models import takes_logits_to_keep
+from lm_toolkit.static_decoding import StaticDecoder, cuda_graphs_enabled, decodes_statically
 from lm_toolkit.tasks import Lengths
 from lm_toolkit.tokens import pad
 
@@ -38,10 +46,14 @@ from lm_toolkit.tokens import pad
 class GrowingLayer(DynamicLayer):
     """A KV-cache layer whose keys and values sit in a buffer with room to grow: a sampled token is written
     into it, where ``DynamicLayer`` copies the whole cache (``torch.cat``) for every token and layer, a third
-    of a small model's sampling time on CPU. For sampling only (``no_grad``): it writes in place."""
+    of a small model's sampling time on CPU. For sampling only (``no_grad``): it writes in place. ``room``: the
+    least capacity of a new buffer (the episode's length: one buffer, never copied; else it doubles as it fills)."""
 
     buffers: tuple[torch.Tensor, torch.Tensor] | None = None
-    room: int = 0  # the least capacity of a new buffer
+
+    def __init__(self, room: int = 0):
+        super().__init__()
+        self.room = room
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if not self.is_initialized:
@@ -69,11 +81,11 @@ class GrowingLayer(DynamicLayer):
 
 
 class GrowingCache(DynamicCache):
-    """A ``DynamicCache`` of :class:`GrowingLayer` s."""
+    """A ``DynamicCache`` of :class:`GrowingLayer` s with ``room`` keys each."""
 
-    def __init__(self):
+    def __init__(self, room: int = 0):
         super().__init__()
-        self.layer_class_to_replicate = GrowingLayer
+        self.layer_class_to_replicate = functools.partial(GrowingLayer, room)
 
 
 class SharedQueryLayer(DynamicLayer):
@@ -84,12 +96,12 @@ class SharedQueryLayer(DynamicLayer):
     prompt shared by 4 rows is most of it. The rows' sampled tokens are never padding (as :func:`sample`
     feeds them)."""
 
-    def __init__(self, layer: DynamicLayer, group_size: int, query_mask: torch.Tensor):
+    def __init__(self, layer: DynamicLayer, group_size: int, query_mask: torch.Tensor, room: int = 0):
         super().__init__()
         self.query_keys, self.query_values = layer.keys, layer.values  # (queries, kv heads, query length, head dim)
         self.group_size, self.query_mask = group_size, query_mask.bool()  # (queries, query length)
-        self.sampled = GrowingLayer()
-        self.sampled.room = layer.keys.shape[-2] + 2  # as much room as the plain path's first buffer leaves
+        # the sampled tokens' room, else as much as the plain path's first buffer leaves
+        self.sampled = GrowingLayer(room or layer.keys.shape[-2] + 2)
         self.device, self.is_initialized = layer.keys.device, True
 
     def get_seq_length(self) -> int:
@@ -193,9 +205,12 @@ class Prefix:
     row (a causal transformer without an LM head gives ``hidden`` only). Causal models read
     left-padded queries with explicit positions; seq2seq models encode right-padded queries and
     start the decoder from ``decoder_start_token_id``. ``growing``: a causal model's cache is a
-    :class:`GrowingCache` (sampling, without gradients); ``share_queries`` too: queries shared by
-    equal groups of consecutive rows are kept once (:class:`SharedQueryLayer`; models of
-    ``PLAIN_ATTENTION_MODELS`` with SDPA), and :meth:`extend` then takes no ``token_mask``.
+    :class:`GrowingCache` (sampling, without gradients) with ``room`` keys for the tokens to come
+    (0: it doubles as it fills); ``share_queries`` too: queries shared by equal groups of consecutive rows
+    are kept once (:class:`SharedQueryLayer`; models of ``PLAIN_ATTENTION_MODELS`` with SDPA), and
+    :meth:`extend` then takes no ``token_mask``. ``mask_4d``: one-token steps pass the attention mask as
+    (B, 1, 1, keys) booleans (SDPA models), for which transformers builds nothing: from a 2-D mask it
+    reads back whether any key is padding (``fast_all``), a host-device sync per step on a GPU.
     """
 
     def __init__(
@@ -206,6 +221,8 @@ class Prefix:
         with_hidden: bool = False,
         growing: bool = False,
         share_queries: bool = False,
+        room: int = 0,
+        mask_4d: bool = False,
     ):
         self.model, self.with_hidden, self.shared = model, with_hidden, False
         self.cache_name = cache_argument(type(model))
@@ -229,7 +246,8 @@ class Prefix:
         ids, mask = pad(list(distinct), pad_id, "left", device)
         keep = {"logits_to_keep": 1} if takes_logits_to_keep(type(model)) else {}
         position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
-        cache = {self.cache_name: GrowingCache()} if growing else {}
+        query_length = ids.shape[1]
+        cache = {self.cache_name: GrowingCache(query_length + room if room else 0)} if growing else {}
         out = model(
             input_ids=ids,
             attention_mask=mask,
@@ -249,10 +267,11 @@ class Prefix:
             and shares_queries(model)
         )
         if self.shared:
-            self.cache.layers = [SharedQueryLayer(layer, group, mask) for layer in self.cache.layers]
+            self.cache.layers = [SharedQueryLayer(layer, group, mask, room) for layer in self.cache.layers]
         elif len(distinct) < len(rows):
             select_rows(self.cache, index)
         self.mask, self.next_position = mask[index], mask.sum(1)[index]
+        self.mask_4d = mask_4d and model.config._attn_implementation == "sdpa" and not self.shared
         logits = getattr(out, "logits", None)  # a bare transformer (ILQL's value trunk) has hidden states only
         self.logits = logits[index, -1] if logits is not None else None
         self.hidden = out.hidden_states[-1][index, -1] if with_hidden else None
@@ -276,13 +295,14 @@ class Prefix:
             self.mask = torch.cat([self.mask, torch.ones_like(tokens) if token_mask is None else token_mask], 1)
             positions = self.next_position[:, None] + torch.arange(tokens.shape[1], device=tokens.device)
             config, attention = self.model.config, self.model.config._attn_implementation
+            given_mask = self.mask[:, None, None, :].bool() if self.mask_4d and tokens.shape[1] == 1 else self.mask
             if self.shared:  # for this pass only: the model's own attention elsewhere
                 config._attn_implementation = SHARED_QUERY_ATTENTION
             try:
                 out = self.model(
                     input_ids=tokens,
                     **{self.cache_name: self.cache},
-                    attention_mask=self.mask,
+                    attention_mask=given_mask,
                     position_ids=positions,
                     use_cache=True,
                     output_hidden_states=self.with_hidden,
@@ -362,6 +382,11 @@ def next_tokens(
     return tokens, log_probs
 
 
+#: On a GPU the sampling loop asks whether every row has ended only every this many tokens: each answer waits
+#: for the device to finish the step, where the host could otherwise launch steps ahead of it.
+GPU_STOP_CHECK_EVERY = 8
+
+
 class LogitsHook(Protocol):
     """Changes the next-token logits at every sampling step, e.g. with a model of its own run alongside."""
 
@@ -404,17 +429,45 @@ def sample(
     hook: LogitsHook | None = None,
     uniforms: torch.Tensor | None = None,
     share_queries: bool = True,
+    cuda_graphs: bool | None = None,
+    stop_check_every: int | None = None,
+    preallocate: bool = True,
 ) -> Samples:
     """Responses to ``queries`` sampled (or, ``greedy``, decoded) with the KV cache; ``uniforms``
     (B, max_new_tokens) are the random numbers of the draws, row by row (default: torch's generator).
     ``share_queries``: a query shared by a group of consecutive rows is kept and read once (``False``: once
-    per row, the plain computation, for checks)."""
+    per row, the plain computation, for checks).
+
+    ``stop_check_every``: how many tokens apart the loop asks the device whether every row has ended (each
+    answer a host-device sync; default 1 on the CPU, where it is free, ``GPU_STOP_CHECK_EVERY`` elsewhere). The
+    steps past the last row's end sample padding: the same Samples. ``preallocate``: the cache has room for the
+    whole episode from the start (``False``: it doubles as it fills, for checks; the same numbers).
+    ``cuda_graphs`` (default: ``LM_GYM_CUDA_GRAPHS=1`` in the environment, else off; no GPU has measured it
+    yet): the decode steps run at fixed shapes (:class:`~lm_toolkit.static_decoding.StaticDecoder`), replayed
+    as a CUDA graph on a GPU, eagerly elsewhere; causal SDPA models only (others take the growing cache)."""
     needs_hidden = value_head is not None or (hook is not None and hook.needs_hidden)
-    prefix = Prefix(model, queries, pad_id, needs_hidden, growing=True, share_queries=share_queries)
+    batch, max_new = len(queries), lengths.max_new_tokens
+    static = cuda_graphs_enabled(cuda_graphs) and decodes_statically(model)
+    on_cpu = model.device.type == "cpu"
+    prefix = Prefix(
+        model,
+        queries,
+        pad_id,
+        needs_hidden,
+        growing=True,
+        share_queries=share_queries and not static,
+        room=max_new if preallocate and not static else 0,
+        mask_4d=not on_cpu,
+    )
+    steps = StaticDecoder.for_prefix(prefix, max_new) if static else prefix
+    if static:
+        del prefix  # its cache is in the decoder's buffers
     if hook is not None:
         hook.start(queries)
-    batch, max_new = len(queries), lengths.max_new_tokens
-    device = prefix.logits.device
+    check_every = stop_check_every or (1 if on_cpu else GPU_STOP_CHECK_EVERY)
+    if check_every < 1:
+        raise ValueError(f"stop_check_every must be a positive number of tokens, got {check_every}")
+    device = steps.logits.device
     if uniforms is not None:  # one copy to the device, not one per token
         uniforms = uniforms.to(device, torch.float32)
     tokens = torch.full((batch, max_new), pad_id, dtype=torch.long, device=device)
@@ -422,20 +475,22 @@ def sample(
     finished = torch.zeros(batch, dtype=torch.bool, device=device)
     response_lengths = torch.full((batch,), max_new, device=device)
     for t in range(max_new):
-        logits = prefix.logits if hook is None else hook(t, prefix.logits, prefix.hidden)
+        logits = steps.logits if hook is None else hook(t, steps.logits, steps.hidden)
         u = None if uniforms is None else uniforms[:, t]
         token, token_log_prob = next_tokens(logits, temperature, eos_id, lengths.min_new_tokens, t, greedy, u)
         token = token.masked_fill(finished, pad_id)
         tokens[:, t], log_probs[:, t] = token, token_log_prob
         if value_head is not None:
-            values[:, t] = value_head(prefix.hidden.float()).squeeze(-1)
+            values[:, t] = value_head(steps.hidden.float()).squeeze(-1)
         ends = (token == eos_id) & ~finished
         response_lengths = torch.where(ends, t + 1, response_lengths)
         finished |= ends
-        # no row can end before min_new_tokens (EOS is impossible there): no device sync until then
-        if t == max_new - 1 or (t + 1 >= lengths.min_new_tokens and bool(finished.all())):
+        # no row can end before min_new_tokens (EOS is impossible there): no device sync until then, and then
+        # one every check_every tokens
+        checked = t + 1 >= lengths.min_new_tokens and (t + 1 - lengths.min_new_tokens) % check_every == 0
+        if t == max_new - 1 or (checked and bool(finished.all())):
             break
-        prefix.extend(token[:, None])
+        steps.extend(token[:, None])
         if hook is not None:
             hook.advance(token)
     ends = [int(n) for n in response_lengths.tolist()]
@@ -465,7 +520,10 @@ def teacher_forced(
     with_hidden: bool = False,
 ):
     """Logits (B, T, V) predicting each token of right-padded ``responses`` (and the hidden states
-    they come from), each distinct query run once."""
+    they come from), each distinct query run once. A model with gradient checkpointing, computing
+    gradients: :func:`lm_toolkit.lora.checkpointed_teacher_forced`."""
+    if torch.is_grad_enabled() and getattr(model, "is_activation_checkpointing", False):
+        return checkpointed_teacher_forced(model, queries, responses, response_mask, pad_id, with_hidden)
     prefix = Prefix(model, queries, pad_id, with_hidden)
     logits = prefix.logits[:, None]
     hidden = prefix.hidden[:, None] if with_hidden else None
