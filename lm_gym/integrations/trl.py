@@ -39,6 +39,9 @@ kwargs (``{"train": url, "validation": url}`` for one server per split; ``token=
 ``LM_GYM_SERVE_TOKEN`` environment variable for a server with a token) plays the server's task
 in all three, with the same prompts, seeds and rewards as the local task (``lm_gym.serve``, the
 ``serve`` extra, is imported only for that id).
+
+For tool-calling models, ``GRPOTrainer``'s ``environment_factory`` (each task's action as a named
+tool, TRL's own multi-turn loop): :mod:`lm_gym.integrations.trl_environment`.
 """
 
 from __future__ import annotations

@@ -31,6 +31,9 @@ Each instance records its episode for checks and logs: ``seed`` or ``index``, ``
 utterances the env was stepped with, in order), ``model_turns`` (how many of them the model's
 calls sent; the rest were played by ``get_reward``), ``rewards`` (one per step), ``calls`` (every
 tool call with its answer and whether it played a turn), ``done`` and ``info`` (the last step's).
+TRL runs a turn's tool calls before it drops results that would pass ``max_completion_length``
+(and runs none past ``max_tool_calling_iterations``), so an episode's last call may be missing
+from the completion the model is trained on; the reward is always the episode the env played.
 
 Wordle::
 
@@ -105,7 +108,7 @@ class TaskTool:
         if name.startswith("_") or name in TRL_METHODS:
             raise ConfigurationError(
                 f"{owner}.tool_name must be a public name other than {' and '.join(TRL_METHODS)} "
-                f"(TRL offers only those as tools), got {name!r}"
+                f"(TRL does not offer those as tools), got {name!r}"
             )
         if argument == "self":
             raise ConfigurationError(f"{owner}.tool_argument must not be 'self'")

@@ -4,6 +4,7 @@ trains on is the one a local env gives when it replays the same seed and actions
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import random
@@ -90,8 +91,8 @@ def test_the_task_is_one_named_tool_with_its_schema(task, name, argument):
 
     environment = environment_factory(task[0], **task[1])
     instance = environment()  # TRL's no-argument constructor
-    tools = [member for member in vars(environment) if callable(getattr(instance, member)) and member[0] != "_"]
-    assert tools == [name]  # with reset and get_reward (inherited), the only public methods
+    public = [member for member, _ in inspect.getmembers(environment, inspect.isfunction) if member[0] != "_"]
+    assert sorted(public) == sorted([name, "get_reward", "reset"])  # TRL's tools: all but reset and get_reward
     schema = get_json_schema(getattr(instance, name))["function"]
     assert schema["name"] == name and schema["parameters"]["required"] == [argument]
     assert schema["parameters"]["properties"][argument]["type"] == "string"
@@ -430,7 +431,7 @@ def test_grpo_trainer_trains_on_a_users_multi_turn_task_through_its_tool(tmp_pat
     check_training(trainer, recorder, environment, env_id, kwargs)
 
 
-def test_grpo_trainer_offers_a_users_named_tool(tmp_path):
+def test_grpo_trainer_offers_a_users_named_tool(tmp_path, one_thread):
     """TRL's own tool discovery on a user's task that names its tool: the schema in the rendered prompt."""
     trl = pytest.importorskip("trl")
     environment = environment_factory("user_tool/SayNext-v0")
@@ -462,7 +463,7 @@ def served_wordle():
         port = probe.getsockname()[1]
     environ = {**os.environ, "LM_GYM_SERVE_TOKEN": TOKEN}
     command = [sys.executable, "-m", "lm_gym.serve", "lm_gym/Wordle-v0", "--port", str(port), "--host", "127.0.0.1",
-               "--env-kwargs", json.dumps(PLAYED_WORDLE)]  # fmt: skip
+               "--env-kwargs", json.dumps(PLAYED_WORDLE), "--shutdown-grace-s", "1"]  # fmt: skip
     server = subprocess.Popen(command, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
