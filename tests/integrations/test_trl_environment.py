@@ -420,7 +420,6 @@ def test_grpo_trainer_trains_on_wordle_through_its_guess_tool(tmp_path, one_thre
     assert any(row["reward_std"] > 0 for row in trainer.state.log_history if "reward_std" in row)
 
 
-@pytest.mark.slow
 def test_grpo_trainer_trains_on_a_users_multi_turn_task_through_its_tool(tmp_path, one_thread):
     pytest.importorskip("trl")
     env_id, kwargs = COUNT_UP
