@@ -49,6 +49,10 @@ task: :meth:`TextEnv.chat_system_message` (the rules: the class attribute
 :attr:`TextEnv.chat_instructions`, by default the "Description" section of the class's
 docstring, :meth:`TextEnv.default_chat_instructions`) and :meth:`TextEnv.chat_user_message`
 (what the env answers a reply: by default the text the new observation adds to the previous one).
+A tool-calling trainer (:mod:`lm_gym.integrations.trl_environment`) plays the task through one tool
+of one text argument, named by the class attributes :attr:`TextEnv.tool_name`,
+:attr:`TextEnv.tool_argument` and :attr:`TextEnv.tool_argument_description`; its description is
+the first paragraph of the chat rules.
 """
 
 from __future__ import annotations
@@ -179,6 +183,13 @@ class TextEnv(gymnasium.Env[str, str]):
     #: The 0/1 entry of the episodes' ``info["metrics"]`` that says an episode succeeded (Wordle: ``"solved"``),
     #: which an evaluation of K samples per episode reports pass@k of; ``None``: the task has none.
     success_metric: ClassVar[str | None] = None
+    #: The tool a tool-calling trainer plays the task's actions through (TRL's ``environment_factory``,
+    #: :mod:`lm_gym.integrations.trl_environment`): its name; ``None``: ``"act"`` (Wordle: ``"guess"``).
+    tool_name: ClassVar[str | None] = None
+    #: The tool's one argument, the utterance; ``None``: ``"text"`` (Wordle: ``"word"``).
+    tool_argument: ClassVar[str | None] = None
+    #: What the argument is, one line, for the tool's schema; ``None``: "your move, as text, as the rules ask for it".
+    tool_argument_description: ClassVar[str | None] = None
 
     reward_fn: BatchedReward | None = None
 
