@@ -246,8 +246,11 @@ def test_vf_eval_of_an_exported_package_equals_the_local_env(
     export(env_id, package, env_kwargs)
     distribution, module = package_names(env_id)
     assert {path.name for path in package.iterdir()} == {"pyproject.toml", "README.md", module}
+    site = tmp_path / "site"  # installed as a user installs it (its dependencies are this venv's)
+    install = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site)]
+    subprocess.run([*install, str(package)], check=True, capture_output=True, timeout=300)
     args = [distribution, "-m", model, "--client.base-url", model_url, "--client.api-key-var", "OPENAI_API_KEY"]
-    episodes = run_vf_eval([*args, "-n", str(num_episodes), "-r", str(rollouts)], tmp_path / "outputs", [package])
+    episodes = run_vf_eval([*args, "-n", str(num_episodes), "-r", str(rollouts)], tmp_path / "outputs", [site])
 
     assert len(episodes) == num_episodes * rollouts
     seeds = sorted(episode["task"]["data"]["seed"] for episode in episodes)
@@ -270,6 +273,21 @@ def test_vf_eval_of_an_exported_package_equals_the_local_env(
         env.reset(seed=0)
         with pytest.raises(InvalidActionError):
             env.step("x" * 100)
+
+
+@pytest.mark.slow
+def test_vf_validate_loads_an_exported_package_without_errors(tmp_path):
+    export("user_tasks:user/CountUp-v0", tmp_path / "package")
+    command = [str(BIN_DIR / "vf-validate"), package_names("user_tasks:user/CountUp-v0")[0], "-n", "2"]
+    command += ["--runtime.type", "subprocess", "--no-rich", "-o", str(tmp_path / "outputs")]
+    env = _eval_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "package"), env["PYTHONPATH"]])
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (summary,) = (tmp_path / "outputs").glob("*/summary.json")
+    outcomes = json.loads(summary.read_text())["outcomes"]
+    # no gold answer to check a task against (an lm-gym task scores replies, it holds no solution): unchecked
+    assert outcomes["error"] == outcomes["timeout"] == 0 and outcomes["unchecked"] == 2
 
 
 # ---- verifiers' OpenEnvTaskset over a served task (issue #55 item 5) --------------------------------------------
