@@ -15,6 +15,8 @@ This file holds the algorithm: arguments, groups, advantages, loss, loop. The LM
 * KL to the frozen starting policy, weight ``--beta``: GRPO adds the per-token estimator
   ``exp(ref - logp) - (ref - logp) - 1`` to the loss; RLOO subtracts ``beta * sum(logp - ref)``
   from each episode's return before the baseline. ``--beta 0``: no reference model at all.
+  With LoRA (``--lora-r``) only the adapters train and the reference is the policy's own weights with
+  the adapters off: one copy of the model (``lm_toolkit.lora``).
 * Loss: PPO's clipped ratio per token against the sampling policy, averaged over the
   minibatch's tokens; minibatches hold whole groups.
 * Speed, without changing the result: the log-probs of the sampled tokens are kept from
@@ -47,7 +49,7 @@ import tyro
 
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, Rule, at_least, check_args, within
-from lm_toolkit.models import frozen_copy, load_policy
+from lm_toolkit.lora import policy_to_train, reference_of, trainable_parameters
 from lm_toolkit.optimization import anneal, fused_adamw, optimizer_step
 from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, evaluator, play_round
@@ -113,11 +115,11 @@ def main(args: Args) -> dict:
     lengths = Lengths.of(played.token_settings)
 
     # Models: the policy, and the frozen reference only when the KL term needs it.
-    policy = load_policy(source, model_config, tokenizer, args.seed, causal_only="grpo.py").to(device).eval()
-    reference = (
-        frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None) if args.beta > 0 else None
-    )
-    optimizer = fused_adamw(policy.parameters(), lr=args.learning_rate, eps=1e-5)
+    # (LoRA: the reference is the policy's own weights with the adapters off.)
+    policy = policy_to_train(args, source, model_config, tokenizer, device, run.resuming, causal_only="grpo.py").eval()
+    reference = reference_of(policy, run.checkpoint_dir / "reference" if run.resuming else None) if args.beta else None
+    parameters = trainable_parameters(policy)
+    optimizer = fused_adamw(parameters, lr=args.learning_rate, eps=1e-5)
     if run.resuming:
         optimizer.load_state_dict(run.restore()["optimizer"])
     actor = TextPolicy(policy, tokenizer, lengths, args.temperature)
@@ -186,7 +188,7 @@ def main(args: Args) -> dict:
                     ref_gap = (ref_log_probs[mb] - new_log_probs) * m
                     kl_loss = ((ref_gap.exp() - ref_gap - 1) * m).sum() / m.sum()
                 loss = (pg_loss + args.beta * kl_loss) * distributed.weight(m.sum())  # the mean over every process
-                optimizer_step(optimizer, loss, policy.parameters(), args.max_grad_norm)
+                optimizer_step(optimizer, loss, parameters, args.max_grad_norm)
                 stats.add(pg_loss=pg_loss, kl_loss=kl_loss, **pg_stats)
 
         row = run.rollout_row(rollout, token_mask, optimizer, iteration_start, rollout_seconds)

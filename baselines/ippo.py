@@ -68,7 +68,8 @@ from torch import nn
 from lm_gym.core.task_setup import policy_tokenizer
 from lm_toolkit import distributed
 from lm_toolkit.arguments import at_least, check_args, integer, is_number, one_of, within
-from lm_toolkit.models import check_positions, frozen_copy, load_policy
+from lm_toolkit.lora import policy_to_train, reference_of, trainable_parameters
+from lm_toolkit.models import check_positions
 from lm_toolkit.multiagent_rollouts import evaluate_games, play_games
 from lm_toolkit.optimization import anneal, fused_adamw
 from lm_toolkit.policy_gradient import TurnBatch
@@ -225,16 +226,17 @@ def policy_sources(args: Args, run: Run, owners: list[list[str]], warm: dict[str
 
 def make_learners(args: Args, run: Run, owners, sources, model_config, tokenizer, lengths, device) -> list[Learner]:
     """Per owner (the agents one policy plays): the policy with a value head on its last hidden states, its frozen
-    reference and its optimizer, as ``ppo.py`` builds them."""
+    reference and its optimizer, as ``ppo.py`` builds them (with ``--lora-r``: adapters, the reference the policy's
+    own weights with them off)."""
     learners = []
     for owner, source in zip(owners, sources, strict=True):
-        policy = load_policy(source, model_config, tokenizer, args.seed).to(device).eval()
+        policy = policy_to_train(args, source, model_config, tokenizer, device, run.resuming).eval()
         check_positions(policy, lengths.max_prompt_length, lengths.max_new_tokens)
-        reference = frozen_copy(policy, run.checkpoint_dir / f"{owner[0]}-reference" if run.resuming else None)
+        reference = reference_of(policy, run.checkpoint_dir / f"{owner[0]}-reference" if run.resuming else None)
         value_head = nn.Linear(policy.config.hidden_size, 1).to(device)
         nn.init.zeros_(value_head.weight)
         nn.init.zeros_(value_head.bias)
-        parameters = [*policy.parameters(), *value_head.parameters()]
+        parameters = trainable_parameters(policy, value_head)
         learners.append(
             Learner(
                 actor=TextPolicy(policy, tokenizer, lengths, args.temperature, value_head),

@@ -20,7 +20,9 @@ Everything else is PPO, from ``baselines/ppo.py``'s pieces in this file's own lo
 (``ppo.set_up``), rollouts, per-token KL reward, GAE (``ppo.advantages_and_returns``), PPO's
 losses (``ppo.losses``), the adaptive KL controller, the value head, the evaluation protocol,
 checkpoints. The only model
-copies are the policy, the reference and the mask model.
+copies are the policy, the reference and the mask model. With LoRA (``--lora-r``) there is one: the
+reference is the policy's weights with the adapters off, the mask model a second, frozen adapter on them
+that the policy's is copied into (``lm_toolkit.lora``).
 
 Examples::
 
@@ -42,7 +44,7 @@ import tyro
 
 from lm_toolkit import distributed
 from lm_toolkit.arguments import check_flags, integer, within
-from lm_toolkit.models import frozen_copy
+from lm_toolkit.lora import refresh_snapshot, snapshot_of, weights_of
 from lm_toolkit.optimization import anneal, optimizer_step
 from lm_toolkit.policy_gradient import TurnBatch
 from lm_toolkit.rollouts import TextPolicy, Turn, evaluator, play_round
@@ -121,8 +123,10 @@ class TopPMask:
 
     # ---- the sampling hook
     def start(self, queries: Sequence[Sequence[int]]) -> None:
-        self.packed = []
-        self.prefix = None if self.same_as_policy else Prefix(self.mask_model, queries, self.pad_id, growing=True)
+        self.packed, self.prefix = [], None
+        if not self.same_as_policy:
+            with weights_of(self.mask_model) as mask_model:
+                self.prefix = Prefix(mask_model, queries, self.pad_id, growing=True)
 
     def __call__(self, position: int, logits: torch.Tensor, hidden) -> torch.Tensor:
         # the mask model's distribution under the same protocol (EOS impossible before min_new_tokens)
@@ -135,7 +139,8 @@ class TopPMask:
 
     def advance(self, tokens: torch.Tensor) -> None:
         if self.prefix is not None:
-            self.prefix.extend(tokens[:, None])
+            with weights_of(self.mask_model):
+                self.prefix.extend(tokens[:, None])
 
     def rows(self, lengths: list[int]) -> list[torch.Tensor]:
         packed = torch.stack(self.packed, 1)  # (B, steps, V / 8)
@@ -154,7 +159,7 @@ class TopPMask:
         """After the policy's update of ``iteration``: every ``update_every`` iterations the mask model becomes it."""
         self.same_as_policy = iteration % self.update_every == 0
         if self.same_as_policy:  # the mask model really is refreshed
-            self.mask_model.load_state_dict(policy.state_dict())
+            refresh_snapshot(self.mask_model, policy)
 
 
 def update(
@@ -190,7 +195,7 @@ def main(args: Args) -> dict:
     check_flags(args, top_p=within(0, 1, open_low=True), mask_update_every=integer(1))
     (run, device, autocast, first_env, train_env, eval_env, lengths, tokenizer, policy, reference, value_head,
      parameters, optimizer, kl_coef) = ppo.set_up(args, "nlpo")  # fmt: skip
-    mask_model = frozen_copy(policy, run.checkpoint_dir / "mask_model" if run.resuming else None)
+    mask_model = snapshot_of(policy, "mask_model", run.checkpoint_dir / "mask_model" if run.resuming else None)
     mask = TopPMask(mask_model, tokenizer, lengths.min_new_tokens, args.top_p, args.mask_update_every, not run.resuming)
     actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head, hook=mask)  # samples within the mask
 

@@ -21,6 +21,9 @@ This file holds the algorithm: arguments, rollout, advantages, loss, loop. The L
   ``--kl-target None`` keeps the coefficient fixed.
 * Value function: a linear head on the policy's last hidden states (shared trunk), so the
   only model copies are the policy and the reference.
+* LoRA (``--lora-r``): only the policy's adapters and the value head train, and the reference is the
+  policy's own weights with the adapters off (``lm_toolkit.lora``): one copy of the model.
+  ``--gradient-checkpointing`` and ``--bf16`` (on CUDA with LoRA: a bfloat16 base) for larger models.
 * Evaluation on the validation split: samples of the policy (RL4LMs' IMDB protocol; the
   return PPO optimises) or greedy decoding (``--eval-greedy``), the same episodes and random
   numbers at every evaluation of every run, the starting policy included.
@@ -54,7 +57,7 @@ from torch import nn
 
 from lm_toolkit import distributed
 from lm_toolkit.arguments import OnlineArgs, above, at_least, check_args, optional, within
-from lm_toolkit.models import frozen_copy, load_policy
+from lm_toolkit.lora import policy_to_train, reference_of, trainable_parameters
 from lm_toolkit.optimization import anneal, fused_adamw, optimizer_step
 from lm_toolkit.policy_gradient import TurnBatch, clipped_surrogate
 from lm_toolkit.rollouts import TextPolicy, Turn, evaluator, play_round
@@ -245,14 +248,13 @@ def set_up(args: Args, algorithm: str) -> Setup:
     )
     train_env, eval_env, tokenizer = played.envs["train"], played.envs["validation"], played.tokenizer
     lengths = Lengths.of(played.token_settings)
-    policy = (
-        load_policy(source, model_config, tokenizer, args.seed).to(device).eval()
-    )  # dropout off: rollout and update log-probs agree
-    reference = frozen_copy(policy, run.checkpoint_dir / "reference" if run.resuming else None)
+    # dropout off: rollout and update log-probs agree. With LoRA the reference is the policy, adapters off
+    policy = policy_to_train(args, source, model_config, tokenizer, device, run.resuming).eval()
+    reference = reference_of(policy, run.checkpoint_dir / "reference" if run.resuming else None)
     value_head = nn.Linear(policy.config.hidden_size, 1).to(device)
     nn.init.zeros_(value_head.weight)
     nn.init.zeros_(value_head.bias)
-    parameters = [*policy.parameters(), *value_head.parameters()]
+    parameters = trainable_parameters(policy, value_head)  # a LoRA policy's: its adapters, and the value head
     optimizer = fused_adamw(parameters, lr=args.learning_rate, eps=1e-5)
     kl_coef = args.kl_coef
     if run.resuming:

@@ -20,8 +20,10 @@ Prompts are cut as ``lm_gym``'s token-level envs cut them; targets are the utter
 ``max_new_tokens - 1`` tokens and EOS. Both lengths default to the task's
 ``token_level_defaults``. Without ``--model-name`` the policy is a small randomly initialised
 transformer (``--model-config``) on the BPE tokenizer lm-gym trains offline on the task's text.
-Data-parallel under ``torchrun --nproc_per_node N``: each process takes every N-th example of a
-batch, the loss is the mean over every process's target tokens. The plumbing (loading, sampling,
+``--lora-r`` trains LoRA adapters (peft) instead of every weight: the checkpoint is then the adapters with
+their base in ``base_model/``, which ``--init-from`` of the RL baselines and ``python -m benchmark evaluate``
+load (merged into the base). Data-parallel under ``torchrun --nproc_per_node N``: each process takes every
+N-th example of a batch, the loss is the mean over every process's target tokens. The plumbing (loading, sampling,
 evaluation, checkpoints, ``result.json``, processes) is ``baselines/lm_toolkit``.
 
 Examples::
@@ -55,8 +57,9 @@ import tyro
 
 from lm_gym.core.task_setup import policy_tokenizer
 from lm_toolkit import distributed
-from lm_toolkit.arguments import OfflineArgs, Rule, check_args, integer, optional, within
-from lm_toolkit.models import check_positions, load_policy
+from lm_toolkit.arguments import LoraArgs, OfflineArgs, Rule, check_args, integer, optional, within
+from lm_toolkit.lora import policy_to_train, trainable_parameters
+from lm_toolkit.models import check_positions
 from lm_toolkit.offline import load_offline_dataset
 from lm_toolkit.optimization import adamw, batch_indices, optimizer_step, warmup_schedule
 from lm_toolkit.rollouts import TextPolicy, evaluator
@@ -67,7 +70,7 @@ from lm_toolkit.training_stats import Stats
 
 
 @dataclass
-class Args(OfflineArgs):
+class Args(LoraArgs, OfflineArgs):
     out_dir: str = "runs/sft"
     """where checkpoint/ and result.json are written"""
     dataset: str | None = None
@@ -121,10 +124,11 @@ def main(args: Args) -> dict:
     tokenizer = policy_tokenizer(task, run.source(args.model_name))
     prompts = encode_prompts(tokenizer, [observation for observation, _ in pairs], lengths)
     targets = encode_targets(tokenizer, [utterance for _, utterance in pairs], lengths)
-    model = load_policy(run.source(args.model_name), model_config, tokenizer, args.seed).to(device).train()
+    model = policy_to_train(args, run.source(args.model_name), model_config, tokenizer, device, run.resuming).train()
     is_seq2seq = bool(model.config.is_encoder_decoder)
     check_positions(model, lengths.max_prompt_length, lengths.max_new_tokens)
-    optimizer = adamw([model], args.learning_rate, args.weight_decay)
+    optimizer = adamw([model], args.learning_rate, args.weight_decay)  # its trainable weights (LoRA: adapters)
+    parameters = trainable_parameters(model)
     steps_per_epoch = math.ceil(len(prompts) / args.batch_size)
     total_steps = min(args.epochs * steps_per_epoch, args.max_steps or math.inf)
     scheduler = warmup_schedule(optimizer, int(args.warmup_ratio * total_steps), total_steps, decay=True)
@@ -165,7 +169,7 @@ def main(args: Args) -> dict:
         with autocast:
             loss = model(**batch).loss  # the mean over the target tokens
         targets_count = (batch["labels"] if is_seq2seq else batch["labels"][:, 1:]).ne(-100).sum()
-        optimizer_step(optimizer, loss * distributed.weight(targets_count), model.parameters(), args.grad_clip)
+        optimizer_step(optimizer, loss * distributed.weight(targets_count), parameters, args.grad_clip)
         learning_rate = scheduler.get_last_lr()[0]
         scheduler.step()
 

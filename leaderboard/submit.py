@@ -478,12 +478,16 @@ def _model_of(config: dict[str, Any], roots: list[Path]) -> tuple[str | None, st
     """``(architecture or None, start)`` of a run's policy; None: the config names no model."""
     # the baselines' own precedence: a checkpoint to start from, else a hub model, else a fresh one
     if config.get("init_from"):
-        return _warm_start(config["init_from"], roots)
-    if config.get("model_name"):
-        return config["model_name"], "pretrained"
-    if config.get("model_config"):
-        return _describe_model_config(config["model_config"]), "random init"
-    return None
+        model = _warm_start(config["init_from"], roots)
+    elif config.get("model_name"):
+        model = config["model_name"], "pretrained"
+    elif config.get("model_config"):
+        model = _describe_model_config(config["model_config"]), "random init"
+    else:
+        return None
+    if config.get("lora_r"):  # the run trained LoRA adapters (baselines' --lora-r), not every weight
+        return model[0], f"{model[1]}, LoRA r {config['lora_r']}"
+    return model
 
 
 def _warm_start(init_from: str, roots: list[Path]) -> tuple[str | None, str]:
@@ -492,8 +496,12 @@ def _warm_start(init_from: str, roots: list[Path]) -> tuple[str | None, str]:
     if not _is_path_under(init_from, roots):
         return None, "warm start from a checkpoint"
     checkpoint = Path(init_from)
+    if (checkpoint / "adapter_config.json").is_file():  # a LoRA run's: its adapters, the base in base_model/
+        checkpoint_config = checkpoint / "base_model" / "config.json"
+    else:
+        checkpoint_config = checkpoint / "config.json"
     try:
-        architecture = _describe_model_config(json.loads((checkpoint / "config.json").read_text()))
+        architecture = _describe_model_config(json.loads(checkpoint_config.read_text()))
         algorithm = load_result(checkpoint.parent)["algorithm"]
     except (OSError, ValueError, ResultFormatError):  # not a checkpoint of a run, or not a readable one
         return None, "warm start from a checkpoint"

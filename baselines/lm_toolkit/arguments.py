@@ -71,7 +71,28 @@ class BaselineArgs:
 
 
 @dataclass
-class OnlineArgs(BaselineArgs):
+class LoraArgs:
+    """The flags of training at the users' model sizes (sft and the online baselines): LoRA adapters (peft) and
+    gradient checkpointing."""
+
+    lora_r: int = 0
+    """rank of the LoRA adapters (peft) trained instead of every weight; the KL reference is then the same
+    weights with the adapters off (no second copy); 0: full fine-tuning"""
+    lora_alpha: float | None = None
+    """LoRA's scale numerator: an adapter adds alpha / r x its product; None: 2 x --lora-r"""
+    lora_dropout: float | None = None
+    """dropout on the adapters' input while the model is in training mode (sft; the online baselines train in
+    eval mode, dropout off); None: 0"""
+    lora_target_modules: tuple[str, ...] = ()
+    """names of the modules that get adapters (e.g. q_proj v_proj), or all-linear; empty: peft's default for the
+    architecture (GPT-2: c_attn; Llama, Qwen2: q_proj v_proj), all-linear where peft has none"""
+    gradient_checkpointing: bool = False
+    """recompute the transformer layers' activations in the backward pass instead of keeping them (less memory,
+    about a third more compute); the update's forward passes then run each whole sequence without a KV cache"""
+
+
+@dataclass
+class OnlineArgs(LoraArgs, BaselineArgs):
     """The flags of the RL baselines that play the env while they learn (ppo, nlpo, grpo)."""
 
     init_from: str | None = None
@@ -194,6 +215,8 @@ def common_rules(args: BaselineArgs) -> dict[str, Rule]:
         "save_every": integer(0),
         "time_limit_minutes": optional(at_least(0)),
     }
+    if isinstance(args, LoraArgs):
+        rules |= lora_rules(args)
     if isinstance(args, OnlineArgs):
         rules |= {
             "iterations": integer(1),
@@ -215,6 +238,21 @@ def common_rules(args: BaselineArgs) -> dict[str, Rule]:
             "grad_clip": at_least(0),
         }
     return rules
+
+
+def lora_rules(args: LoraArgs) -> dict[str, Rule]:
+    """The LoRA flags' rules: a rank >= 0; with rank 0 (no LoRA) no other LoRA flag set."""
+    if args.lora_r == 0:
+        unset = Rule(lambda v: v in (None, ()), "left unset without --lora-r > 0 (LoRA is off at rank 0)")
+        return {"lora_r": integer(0), "lora_alpha": unset, "lora_dropout": unset, "lora_target_modules": unset}
+    return {
+        "lora_r": integer(0),
+        "lora_alpha": optional(above(0)),
+        "lora_dropout": optional(Rule(lambda v: is_number(v, finite=True) and 0 <= v < 1, "in [0, 1)")),
+        "lora_target_modules": Rule(
+            lambda v: all(isinstance(name, str) and name for name in v), "module names (non-empty strings)"
+        ),
+    }
 
 
 def parse_json(name: str, text: str) -> dict[str, Any]:

@@ -1,11 +1,12 @@
-"""The policy: a hub model, a local checkpoint (an sft.py run), or a small random one (its tokenizer:
-``lm_gym.core.task_setup.policy_tokenizer``)."""
+"""The policy: a hub model, a local checkpoint (an sft.py run, a LoRA run's adapters on their base), or a small
+random one (its tokenizer: ``lm_gym.core.task_setup.policy_tokenizer``)."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import inspect
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -19,11 +20,36 @@ def fuse_activation(config) -> None:
         config.activation_function = "gelu_pytorch_tanh"
 
 
-def load_policy(source: str | None, model_config: dict[str, Any], tokenizer, seed: int, causal_only: str | None = None):
+ADAPTER_CONFIG = "adapter_config.json"  #: what marks a folder of LoRA adapters (peft's format)
+BASE_MODEL = "base_model"  #: a LoRA checkpoint's folder of the base weights its adapters apply to
+
+
+def is_adapter_checkpoint(source: str | Path | None) -> bool:
+    """Whether ``source`` is a local folder of LoRA adapters (a LoRA run's checkpoint, or any peft adapter)."""
+    return source is not None and (Path(source) / ADAPTER_CONFIG).is_file()
+
+
+def load_policy(
+    source: str | None,
+    model_config: dict[str, Any],
+    tokenizer,
+    seed: int,
+    causal_only: str | None = None,
+    *,
+    merge_adapters: bool = True,
+    trainable_adapters: bool = False,
+    dtype: torch.dtype = torch.float32,
+):
     """The policy: ``from_pretrained(source)``, or (``source=None``) a random model of ``model_config``
     with the tokenizer's vocabulary and special tokens, initialised from ``seed`` whatever building
     the env drew from torch's RNG before. An encoder-decoder config gives a seq2seq policy, unless
-    ``causal_only`` (the script's name) refuses it."""
+    ``causal_only`` (the script's name) refuses it. Its weights in ``dtype``.
+
+    A folder of LoRA adapters (``adapter_config.json``) loads on its base (the checkpoint's ``base_model/``,
+    else the adapters' ``base_model_name_or_path``) with peft: merged into it (``merge_adapters``: a plain
+    transformers model), or as a ``PeftModel`` (``trainable_adapters``: to go on training them)."""
+    if is_adapter_checkpoint(source):
+        return load_adapters(source, tokenizer, seed, causal_only, merge_adapters, trainable_adapters, dtype)
     if source is not None:
         try:
             config = AutoConfig.from_pretrained(source)
@@ -53,11 +79,26 @@ def load_policy(source: str | None, model_config: dict[str, Any], tokenizer, see
     model_class = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
     if source is None:
         torch.manual_seed(seed)
-        return model_class.from_config(config)
-    model = model_class.from_pretrained(source, config=config, dtype=torch.float32)
+        return model_class.from_config(config).to(dtype)
+    model = model_class.from_pretrained(source, config=config, dtype=dtype)
     if model.get_input_embeddings().num_embeddings < len(tokenizer):
         model.resize_token_embeddings(len(tokenizer))
     return model
+
+
+def load_adapters(
+    source: str, tokenizer, seed: int, causal_only: str | None, merge: bool, trainable: bool, dtype: torch.dtype
+):
+    """:func:`load_policy` of a folder of LoRA adapters."""
+    from peft import PeftConfig, PeftModel  # peft takes seconds to import: only where adapters are
+
+    base = Path(source) / BASE_MODEL
+    base_source = str(base) if base.is_dir() else PeftConfig.from_pretrained(source).base_model_name_or_path
+    if base_source is None:
+        raise ValueError(f"the LoRA adapters in {source} have no {BASE_MODEL}/ folder and name no base model")
+    model = load_policy(base_source, {}, tokenizer, seed, causal_only, dtype=dtype)
+    model = PeftModel.from_pretrained(model, source, is_trainable=trainable and not merge)
+    return model.merge_and_unload() if merge else model
 
 
 def frozen_copy(model, source=None):

@@ -20,6 +20,7 @@ from lm_gym.core.chat import ChatBatch, chat_prompt
 from lm_gym.core.vector import episode_info
 from lm_gym.results.evaluation import Evaluation, evaluate_episodes
 from lm_toolkit.arguments import is_number
+from lm_toolkit.lora import weights_of
 from lm_toolkit.sampling import LogitsHook, Samples, TokenScores, response_log_probs, sample
 from lm_toolkit.tasks import Lengths
 from lm_toolkit.tokens import encode_prompts
@@ -30,7 +31,8 @@ MAX_TURNS = 256  # an episode still running after this many turns is a task bug
 @dataclass
 class TextPolicy:
     """A language model acting in a text env: observations encoded by the task's prompt rule,
-    utterances sampled with the KV cache (:func:`lm_toolkit.sampling.sample`)."""
+    utterances sampled with the KV cache (:func:`lm_toolkit.sampling.sample`). ``model``: a transformers
+    model or a peft ``PeftModel`` (LoRA)."""
 
     model: Any
     tokenizer: Any
@@ -43,18 +45,19 @@ class TextPolicy:
         return encode_prompts(self.tokenizer, observations, self.lengths)
 
     def sample(self, queries: Sequence[Sequence[int]], greedy: bool = False, uniforms=None) -> Samples:
-        return sample(
-            self.model,
-            queries,
-            self.lengths,
-            eos_id=self.tokenizer.eos_token_id,
-            pad_id=self.tokenizer.pad_token_id,
-            greedy=greedy,
-            temperature=self.temperature,
-            value_head=self.value_head,
-            hook=self.hook,
-            uniforms=uniforms,
-        )
+        with weights_of(self.model) as model:
+            return sample(
+                model,
+                queries,
+                self.lengths,
+                eos_id=self.tokenizer.eos_token_id,
+                pad_id=self.tokenizer.pad_token_id,
+                greedy=greedy,
+                temperature=self.temperature,
+                value_head=self.value_head,
+                hook=self.hook,
+                uniforms=uniforms,
+            )
 
     def score(
         self,
@@ -68,20 +71,22 @@ class TextPolicy:
         entropy=None,
     ) -> TokenScores:
         """Per-token log-probs of finished responses under this policy's sampling distribution, by ``model``
-        (default: the policy; e.g. the frozen reference), with ``value_head``'s values, restricted to ``keep``."""
-        return response_log_probs(
-            self.model if model is None else model,
-            queries,
-            responses,
-            response_mask,
-            pad_id=self.tokenizer.pad_token_id,
-            eos_id=self.tokenizer.eos_token_id,
-            temperature=self.temperature,
-            min_new_tokens=self.lengths.min_new_tokens,
-            value_head=value_head,
-            keep=keep,
-            entropy=entropy,
-        )
+        (default: the policy; e.g. the frozen reference, or a LoRA policy's adapters switched off:
+        :mod:`lm_toolkit.lora`), with ``value_head``'s values, restricted to ``keep``."""
+        with weights_of(self.model if model is None else model) as scorer:
+            return response_log_probs(
+                scorer,
+                queries,
+                responses,
+                response_mask,
+                pad_id=self.tokenizer.pad_token_id,
+                eos_id=self.tokenizer.eos_token_id,
+                temperature=self.temperature,
+                min_new_tokens=self.lengths.min_new_tokens,
+                value_head=value_head,
+                keep=keep,
+                entropy=entropy,
+            )
 
 
 @dataclass

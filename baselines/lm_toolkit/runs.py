@@ -6,8 +6,10 @@ file's own; this module gives it plain helpers (:func:`due`, :meth:`Run.out_of_t
 In a data-parallel run (``torchrun``, :mod:`lm_toolkit.distributed`) every process runs the
 loop; rank 0 alone evaluates, saves and writes ``result.json``, and the time limit is its clock's.
 
-A checkpoint is a folder ``out_dir/checkpoint``: the policy and tokenizer (``save_pretrained``),
-named sub-models (the frozen reference, a mask model, a value trunk), extra files, and
+A checkpoint is a folder ``out_dir/checkpoint``: the policy and tokenizer (``save_pretrained``; a LoRA
+policy's adapters with its base weights in ``base_model/``, :func:`lm_toolkit.lora.save_model`),
+named sub-models (the frozen reference, a mask model, a value trunk; none for a LoRA policy's reference
+and snapshots, which are its own weights), extra files, and
 ``trainer_state.pt`` with the algorithm's state (optimizer, ...), the run's own (step, curves,
 starting and latest evaluations, wall time, throughput counters) and every RNG state. It is written beside
 and swapped in, so a run killed while saving resumes from the previous one.
@@ -34,6 +36,7 @@ from transformers import set_seed
 from lm_gym.results import make_result, write_result
 from lm_gym.results.evaluation import Evaluation
 from lm_toolkit import distributed
+from lm_toolkit.lora import SharedWeights, save_model
 from lm_toolkit.rollouts import mean_metrics
 
 TRAINER_STATE = "trainer_state.pt"
@@ -133,6 +136,7 @@ class Run:
         self.tracker = None
         self.progress = None
         self.communicated = 0.0  # distributed.communication_seconds() at the last rollout row
+        self.saved = False  # whether this run has written a checkpoint
 
     def source(self, name: str | None) -> str | None:
         """Where to load the policy from: the checkpoint when resuming, else ``name``."""
@@ -256,19 +260,22 @@ class Run:
         files: Mapping[str, Any] | None = None,
     ) -> None:
         """Write the checkpoint: ``policy`` and ``tokenizer``; each of ``models`` with the tokenizer in a sub-folder
-        of its name, so that each loads on its own (those named in ``frozen`` never change: hard links to the
+        of its name, so that each loads on its own (those named in ``frozen`` never change: hard links to this run's
         previous checkpoint's files); each of ``files`` with ``torch.save``; and the trainer state (``state``, the
         run's own, the RNGs)."""
         directory = self.checkpoint_dir
         tmp, old = directory.with_name(directory.name + ".tmp"), directory.with_name(directory.name + ".old")
         shutil.rmtree(tmp, ignore_errors=True)
-        policy.save_pretrained(tmp, safe_serialization=True)
+        previous = directory if self.resuming or self.saved else None  # this run's: what never changes is linked
+        save_model(policy, tmp, previous)
         tokenizer.save_pretrained(tmp)
         for name, model in (models or {}).items():
-            if name in frozen and (directory / name).is_dir():
-                shutil.copytree(directory / name, tmp / name, copy_function=os.link)
+            if isinstance(model, SharedWeights):  # a LoRA policy's reference or snapshot: saved with the policy
+                continue
+            if name in frozen and previous is not None and (previous / name).is_dir():
+                shutil.copytree(previous / name, tmp / name, copy_function=os.link)
             else:
-                model.save_pretrained(tmp / name, safe_serialization=True)
+                save_model(model, tmp / name, previous / name if previous is not None else None)
                 tokenizer.save_pretrained(tmp / name)
         for name, value in (files or {}).items():
             torch.save(value, tmp / name)
@@ -286,6 +293,7 @@ class Run:
             directory.rename(old)
         tmp.rename(directory)
         shutil.rmtree(old, ignore_errors=True)
+        self.saved = True
 
     def wall_time(self) -> float:
         return self.elapsed_before + time.time() - self.start_time

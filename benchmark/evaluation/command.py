@@ -67,6 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     model.add_argument("--device", help="a local model's torch device (default: cuda when available, else cpu)")
     model.add_argument(
+        "--merge-lora",
+        action="store_true",
+        help="a LoRA checkpoint (adapter_config.json): merge its adapters into the base weights before playing "
+        "(default: play them through peft)",
+    )
+    model.add_argument(
         "--dtype", choices=("float32", "bfloat16", "float16"), default="float32", help="a local model's dtype"
     )
     sampling = parser.add_argument_group("sampling")
@@ -232,13 +238,13 @@ def play_local(args: argparse.Namespace, setup) -> tuple[Any, dict[str, Any]]:
     from tqdm.auto import tqdm
 
     from benchmark.evaluation.server_play import PlayedEpisodes
-    from lm_toolkit.models import check_positions, load_policy
+    from lm_toolkit.models import check_positions, is_adapter_checkpoint, load_policy
     from lm_toolkit.rollouts import TextPolicy, play_episodes
     from lm_toolkit.tasks import Lengths
 
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     lengths = Lengths.of(setup.token_settings)
-    model = load_policy(args.model, {}, setup.tokenizer, args.seed)
+    model = load_policy(args.model, {}, setup.tokenizer, args.seed, merge_adapters=args.merge_lora)
     chat = bool(getattr(setup.tokenizer, "chat_template", None)) if args.chat is None else args.chat
     if chat and args.max_prompt_length is None:  # a chat's rules and turns need room; the model's positions cap it
         positions = (
@@ -264,6 +270,7 @@ def play_local(args: argparse.Namespace, setup) -> tuple[Any, dict[str, Any]]:
             played.metrics.append(metrics[episode])
             played.finals.append(finals[episode])
     config = {"model": args.model, "model_digest": model_digest(args.model), "chat": chat, "device": str(device)}
+    config["merge_lora"] = bool(args.merge_lora and is_adapter_checkpoint(args.model))
     return played, {**config, "dtype": args.dtype, "max_new_tokens": lengths.max_new_tokens}
 
 
@@ -316,16 +323,18 @@ def k_sample_statistics(args: argparse.Namespace, task: Any, played) -> dict[str
 
 
 def model_digest(source: str) -> str | None:
-    """The SHA-256 of a local model directory's weight files (a hub name: ``None``): what an entry names."""
+    """The SHA-256 of a local model directory's weight files (a hub name: ``None``): what an entry names. A LoRA
+    checkpoint's are its adapters' and its base's (``base_model/``)."""
     path = Path(source)
     if not path.is_dir():
         return None
     digest = hashlib.sha256()
-    for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
-        digest.update(weights.name.encode())
-        with weights.open("rb") as file:
-            for chunk in iter(lambda: file.read(1 << 20), b""):
-                digest.update(chunk)
+    for folder in (path, path / "base_model"):  # lm_toolkit.models.BASE_MODEL (the baselines' toolkit not imported)
+        for weights in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
+            digest.update(str(weights.relative_to(path)).encode())
+            with weights.open("rb") as file:
+                for chunk in iter(lambda: file.read(1 << 20), b""):
+                    digest.update(chunk)
     return digest.hexdigest()
 
 
