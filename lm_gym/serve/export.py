@@ -33,7 +33,7 @@ import re
 import shlex
 import shutil
 import sys
-import tempfile
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,17 @@ PROBE_UTTERANCE = "hello"
 #: OpenEnv's validation plays at most this many actions.
 MAX_PROBE_ACTIONS = 100
 _SESSION_DEFAULTS = ServeConfig(env_id="-")
+#: The server's settings a package bakes in (``ServeConfig``'s fields; the command line's session options).
+SESSION_FIELDS = (
+    "max_sessions",
+    "batch_window_ms",
+    "batching",
+    "workers",
+    "max_message_bytes",
+    "idle_timeout_s",
+    "max_steps_per_s",
+    "shutdown_grace_s",
+)
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,7 @@ def export_package(
         env_id=env_id,
         env_kwargs=env_kwargs,
         action_level=action_level,
-        **{name: getattr(options, name) for name in _session_fields()},
+        **{name: getattr(options, name) for name in SESSION_FIELDS},
     )
     _check_json("env_kwargs", env_kwargs)
     if options.reward_range is not None:
@@ -111,7 +122,8 @@ def export_package(
     shipped, served_id = _task_module(env_id)
     files = _render(config, options, spec, env, package, served_id, shipped)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    staging = target.parent / f".{target.name}.export-{uuid.uuid4().hex[:12]}"
+    staging.mkdir()  # beside DIR, so the rename below stays on one file system
     try:
         for relative, text in files.items():
             path = staging / relative
@@ -125,19 +137,6 @@ def export_package(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
-
-
-def _session_fields() -> tuple[str, ...]:
-    return (
-        "max_sessions",
-        "batch_window_ms",
-        "batching",
-        "workers",
-        "max_message_bytes",
-        "idle_timeout_s",
-        "max_steps_per_s",
-        "shutdown_grace_s",
-    )
 
 
 def _empty_target(directory: Any) -> Path:
@@ -260,7 +259,7 @@ def _probe(env: Any, action_level: str) -> dict[str, Any]:
 def _serve_arguments(config: ServeConfig, served_id: str) -> list[str]:
     arguments = [served_id, "--env-kwargs", json.dumps(config.env_kwargs, sort_keys=True)]
     arguments += ["--action-level", config.action_level]
-    for name in _session_fields():
+    for name in SESSION_FIELDS:
         value = getattr(config, name)
         if name == "batching":
             arguments += [] if value else ["--no-batching"]
