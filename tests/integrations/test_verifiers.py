@@ -298,6 +298,7 @@ SERVE_PYTHON = os.environ.get("LM_GYM_SERVE_PYTHON")  # a python with lm-gym[ser
 @pytest.fixture
 def serve_task(tmp_path):
     """Starts ``python -m lm_gym.serve ENV_ID`` in the serve venv (``LM_GYM_SERVE_PYTHON``); gives its URL."""
+    pytest.importorskip("openenv", reason="verifiers' OpenEnvTaskset needs its openenv extra: verifiers[openenv]")
     if not SERVE_PYTHON:
         pytest.skip("LM_GYM_SERVE_PYTHON must name a python with lm-gym[serve] (openenv 0.10 cannot share this venv)")
     servers = []
