@@ -102,7 +102,8 @@ TOKEN_VARIABLE = "LM_GYM_SERVE_TOKEN"
 
 
 class $client(EnvClient[$action, $observation, $state]):
-    """A session of a served $env_id: ``reset(seed=..., options=...)``, ``step($action(...))``, ``state()``.
+    """A session of a served $env_id: ``reset(seed=...)`` (or ``reset(split=..., index=...)``, OpenEnv's
+    Task API), ``step($action(...))``, ``state()``.
 
     ``token``: the server's bearer token (else ``$$LM_GYM_SERVE_TOKEN`` if set); a server bound
     beyond loopback requires one. Other arguments are OpenEnv's ``EnvClient``'s.
