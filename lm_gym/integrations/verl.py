@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+from datasets import Dataset
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 from verl.utils.profiler import simple_timer
 
@@ -284,6 +285,8 @@ def parquet_rows(
             )
     finally:
         session.close()
+    if not rows:
+        raise ConfigurationError(f"{env_id} has no episodes on split {split!r} with these arguments")
     return rows
 
 
@@ -299,8 +302,6 @@ def write_parquet(
     """Write ``<split>.parquet`` of task ``env_id`` into ``directory`` for each of ``splits`` (rows of
     :func:`parquet_rows`), and, for a multi-turn task, ``agent_loop.yaml`` registering
     :class:`LMGymAgentLoop`; returns the paths written."""
-    from datasets import Dataset
-
     unknown = [split for split in splits if split not in SPLITS]
     if unknown or not splits:
         raise ConfigurationError(f"splits must be among {list(SPLITS)}, got {safe_repr(list(splits))}")
@@ -346,8 +347,10 @@ def _run_parquet(args: argparse.Namespace) -> int:
     for path in paths:
         print(path)
     files = {path.stem: path for path in paths if path.suffix == ".parquet"}
-    overrides = [f"data.{'train' if split == 'train' else 'val'}_files={path}" for split, path in files.items()]
-    if any(path.name == AGENT_LOOP_CONFIG for path in paths):
+    evaluation = files.get("validation") or files.get("test")
+    overrides = [f"data.train_files={files['train']}"] if "train" in files else []
+    overrides += [f"data.val_files={evaluation}"] if evaluation else []
+    if paths[-1].name == AGENT_LOOP_CONFIG:
         overrides.append(f"actor_rollout_ref.rollout.agent.agent_loop_config_path={paths[-1]}")
     else:
         overrides.append(f"reward.custom_reward_function.path=pkg://{MODULE}")

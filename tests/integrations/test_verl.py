@@ -24,6 +24,7 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
 from transformers import AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config  # noqa: E402
 from verl.experimental.agent_loop import AgentLoopWorker  # noqa: E402
+from verl.experimental.agent_loop.agent_loop import _agent_loop_registry as agent_loop_registry  # noqa: E402
 from verl.protocol import DataProto  # noqa: E402
 from verl.trainer.ppo.reward import load_reward_manager  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn  # noqa: E402
@@ -272,11 +273,21 @@ def test_a_group_shares_its_seed_and_seeds_differ(worker, config, server, tmp_pa
     assert [info["lm_gym_seed"] for info in output.non_tensor_batch["extra_info"][::3]] == list(range(8))
 
 
-def test_an_episode_stops_when_the_response_is_full(model_dir, server, tmp_path):
-    config = verl_config(model_dir, "data.max_response_length=40")
-    worker = AgentLoopWorker(config, server)
+def yaml_worker(config, server, monkeypatch):
+    """verl's worker for ``config``, whose agent_loop.yaml registers the agent loop in verl's (process-wide)
+    registry: the registry's entry is put back after the test."""
+    monkeypatch.setitem(agent_loop_registry, AGENT_NAME, agent_loop_registry[AGENT_NAME])
+    return AgentLoopWorker(config, server)
+
+
+def test_an_episode_stops_when_the_response_is_full(model_dir, server, tmp_path, monkeypatch):
     env_id, env_kwargs = WORDLE
     paths = write_parquet(env_id, tmp_path, env_kwargs, splits=["train"], num_prompts=1)
+    # the agent loop as verl's workers find it in a training run: from the agent_loop.yaml written beside the rows
+    config = verl_config(
+        model_dir, "data.max_response_length=40", f"actor_rollout_ref.rollout.agent.agent_loop_config_path={paths[1]}"
+    )
+    worker = yaml_worker(config, server, monkeypatch)
     output = rollout(worker, config, server, paths[0], wordle_policy, rows=[0], group_size=1)
     _, mask, _, replies = trajectory(output, worker.tokenizer, 0)
     rewards, chat = local_episode(env_id, env_kwargs, 0, replies)
@@ -285,6 +296,20 @@ def test_an_episode_stops_when_the_response_is_full(model_dir, server, tmp_path)
     assert float(output.batch["rm_scores"][0].sum()) == pytest.approx(sum(rewards))  # the return so far
     second_reply = mask.index(1, mask.index(0))  # the env's answer counts against the response length too
     assert [params["max_tokens"] for _, params in server.requests[-2:]] == [40, 40 - second_reply]
+
+
+def test_the_agent_loop_config_caps_the_replies(model_dir, server, tmp_path, monkeypatch):
+    env_id, env_kwargs = WORDLE
+    paths = write_parquet(env_id, tmp_path, env_kwargs, splits=["train"], num_prompts=1)
+    paths[1].write_text(paths[1].read_text() + "  max_new_tokens: 4\n")
+    config = verl_config(model_dir, f"actor_rollout_ref.rollout.agent.agent_loop_config_path={paths[1]}")
+    worker = yaml_worker(config, server, monkeypatch)
+    output = rollout(worker, config, server, paths[0], wordle_policy, rows=[0], group_size=1)
+    _, _, runs, replies = trajectory(output, worker.tokenizer, 0)
+    assert replies == [guess[:3] for guess in WORDLE_GUESSES]  # 3 letters and <|im_end|>: not words
+    assert all(len(run) == 4 for run in runs) and {params["max_tokens"] for _, params in server.requests[-6:]} == {4}
+    rewards, _ = local_episode(env_id, env_kwargs, 0, replies)
+    assert list(output.non_tensor_batch["turn_scores"][0]) == rewards == [-1.0] * 6
 
 
 @pytest.mark.parametrize("task", [COMMONGEN, ECHO], ids=["commongen", "echo"])
@@ -362,3 +387,7 @@ def test_the_command_line_writes_the_files(tmp_path, capsys):
     )
     assert main(["parquet", "lm_gym/Wordle-v0", str(tmp_path), "--env-kwargs", "[1]"]) == 2
     assert "--env-kwargs must be a JSON object" in capsys.readouterr().err
+    assert main(["parquet", "user/Echo-v0", str(tmp_path / "echo"), "--import", "user_tasks", "--splits", "test"]) == 0
+    printed = capsys.readouterr().out
+    assert f"data.val_files={tmp_path / 'echo' / 'test.parquet'}" in printed
+    assert "reward.custom_reward_function.path=pkg://lm_gym.integrations.verl" in printed
