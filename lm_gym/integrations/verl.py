@@ -371,7 +371,7 @@ COMMANDS = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = command_parser("python -m lm_gym.integrations.verl", __doc__.splitlines()[0], COMMANDS)
+    parser = command_parser(f"python -m {MODULE}", "lm-gym's tasks as verl's RL datasets", COMMANDS)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
