@@ -17,6 +17,7 @@ import importlib.util
 import io
 import re
 import runpy
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,9 @@ PAGES = {
     },
     "leaderboard/__main__.py": "docs/leaderboard.md",  # submit, validate, verify and compile
     "leaderboard/reference_points.py": "docs/leaderboard.md",
-    "lm_gym/serve/__main__.py": "docs/serving.md",
+    "lm_gym/serve/__main__.py": "docs/serving.md",  # serve, and export (SUBCOMMANDS)
+    "lm_gym/integrations/verifiers.py": "docs/integrations.md",
+    "lm_gym/integrations/verl.py": "docs/integrations.md",
     "lm_gym/demo.py": "docs/getting-started.md",  # also the lm-gym-demo command
     "lm_gym/tasks/wordle/play.py": "docs/getting-started.md",
     "lm_gym/metrics/wordnet_build.py": "docs/getting-started.md",
@@ -67,6 +70,11 @@ PAGES = {
     "lm_gym/tasks/wordle/offline_data.py": "docs/offline-data.md",
 }
 BASELINES_INDEX = "docs/baselines/index.md"
+#: Programs whose first argument picks a command with its own parser (not an argparse subparser): the argv
+#: that reaches each command's parser.
+SUBCOMMANDS = {"lm_gym/serve/__main__.py": [[], ["export"]]}
+#: Files that hold a program's text, not a program: an exported package's ``server/app.py``.
+PROGRAM_TEMPLATES = {"lm_gym/serve/export_templates.py"}
 
 
 class ParserBuilt(Exception):
@@ -77,15 +85,15 @@ class ParserBuilt(Exception):
         self.parser = parser
 
 
-def built_parser(path: Path, monkeypatch: pytest.MonkeyPatch) -> argparse.ArgumentParser:
-    """The parser the program ``path`` builds, run as ``__main__`` up to its ``parse_args``."""
+def built_parser(path: Path, monkeypatch: pytest.MonkeyPatch, argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser the program ``path`` builds, run as ``__main__`` with arguments ``argv`` up to its ``parse_args``."""
 
     def stop(parser, *args, **kwargs):
         raise ParserBuilt(parser)
 
     with monkeypatch.context() as patch:
         patch.setattr(argparse.ArgumentParser, "parse_args", stop)
-        patch.setattr("sys.argv", [str(path)])
+        patch.setattr("sys.argv", [str(path), *argv])
         try:
             runpy.run_path(str(path), run_name="__main__")
         except ParserBuilt as built:
@@ -129,8 +137,9 @@ def programs() -> list[str]:
         for path in sorted((ROOT / folder).rglob("*.py")):
             source = path.read_text(encoding="utf-8")
             runs = path.name == "__main__.py" or 'if __name__ == "__main__"' in source
-            if runs and ("argparse" in source or "parse_args" in source):
-                found.append(path.relative_to(ROOT).as_posix())
+            name = path.relative_to(ROOT).as_posix()
+            if runs and ("argparse" in source or "parse_args" in source) and name not in PROGRAM_TEMPLATES:
+                found.append(name)
     return found
 
 
@@ -143,7 +152,9 @@ def test_every_program_has_a_page():
 
 @pytest.mark.parametrize("program", sorted(PAGES))
 def test_every_flag_is_on_the_program_s_page(program, monkeypatch):
-    flags = shown_flags(built_parser(ROOT / program, monkeypatch))
+    flags = set().union(
+        *(shown_flags(built_parser(ROOT / program, monkeypatch, argv)) for argv in SUBCOMMANDS.get(program, [[]]))
+    )
     pages = PAGES[program] if isinstance(PAGES[program], tuple) else (PAGES[program],)
     missing = missing_from(flags, "\n".join((ROOT / page).read_text(encoding="utf-8") for page in pages))
     assert not missing, f"{program}: {pages} do not name {missing}"
