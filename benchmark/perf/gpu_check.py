@@ -17,7 +17,13 @@ The parts, each in its own time box (a share of what is left of ``--minutes``):
 
 * ``speed``: ``run.py``'s contenders on the GPT-2-small-sized random model with bf16
   (``--size gpt2-small --device cuda --bf16``): the ``generate`` limit, lm-gym's PPO, GRPO,
-  RLOO and NLPO, TRL's PPOTrainer, GRPOTrainer and RLOOTrainer, one process each, one round.
+  RLOO and NLPO, TRL's PPOTrainer, GRPOTrainer and RLOOTrainer, one process each, one round;
+  each lm-gym contender twice, its sampler's decode steps eager and replayed as CUDA graphs
+  (``NAME+graphs``: ``LM_GYM_CUDA_GRAPHS=1``, ``lm_toolkit.static_decoding``). Each contender's
+  last warm-up iteration (not timed) is profiled (``profiling.py``): its results row's
+  ``profile`` says where the time goes (kernels and launches per iteration, host syncs, time on
+  the device against wall time, the ops that took the most), so the next change can be planned
+  from the file without a GPU. On the CPU dry run the device is the CPU (ops, not kernels).
 * ``cnn_dailymail``: ``sft.py`` then ``ppo.py`` on CNN/DailyMail's synthetic source with a
   policy larger than the CPU runs' (GPT-2, 6 layers, width 384); PPO's validation ROUGE-1 at
   its start (the SFT checkpoint) and at its end.
@@ -138,9 +144,11 @@ def speed_part(args: argparse.Namespace, deadline: float) -> dict:
     import workload
 
     betas = [workload.KL_COEF]
+    profile_dir = args.work_dir / "perf" / "profiles"
     placement = argparse.Namespace(
         size=args.size, device=args.device, bf16=args.bf16, workload_dir=str(args.work_dir / "perf"),
         iterations=args.iterations, threads=args.threads, betas=betas, rloo=True, only=None,
+        cuda_graphs=True, profile_dir=str(profile_dir),
     )  # fmt: skip
     table = run.contenders(placement)
     order = ["generate-limit", "lm-gym-ppo", "trl-ppo"]
@@ -153,6 +161,8 @@ def speed_part(args: argparse.Namespace, deadline: float) -> dict:
     elif args.tiny:  # one contender of each kind: the limit, lm-gym's, TRL's
         order = ["generate-limit", "lm-gym-ppo", "trl-ppo"]
         order += [f"{who}-grpo-beta{workload.KL_COEF:g}" for who in ("lm-gym", "trl")]
+    if not args.contenders:  # the new decode paths on and off: each lm-gym contender with CUDA graphs too
+        order = [graphs for name in order for graphs in (name, f"{name}+graphs") if graphs in table]
     skipped = {
         f"trl-{trainer}" + ("" if trainer == "ppo" else f"-beta{workload.KL_COEF:g}"): (
             f"no interpreter with trl=={version} (benchmark/perf/trl_envs.py --create makes its venv)"
@@ -179,6 +189,14 @@ def speed_part(args: argparse.Namespace, deadline: float) -> dict:
         name: run.summarize([result]) | {key: result[key] for key in ("iteration_seconds", "rollout_seconds")}
         for name, result in runs.items()
     }
+    for name, row in summary.items():  # where the time goes: the profiled (untimed) last warm-up iteration
+        profile = profile_dir / f"{name}.json"
+        if profile.is_file():
+            row["profile"] = json.loads(profile.read_text())
+            # the device's share of a timed iteration (the profiled one ran slower, under the profiler)
+            row["profile"]["device_share_of_timed_iteration"] = round(
+                row["profile"]["device_s"] / row["iteration_s"], 3
+            )
     ratios = run.speed_ratios(summary, betas)
     goals = {}
     for trainer in ("ppo", "grpo", "rloo"):
@@ -339,6 +357,16 @@ def markdown(record: dict) -> str:
     for part, result in record["parts"].items():
         for name, row in result.get("contenders", {}).items():
             rows.append(f"| {part} | {name} episodes/s | {row['episodes_per_s']:.1f} | | |")
+            if "profile" in row:
+                profile, kernels = row["profile"], row["profile"]["kernels_per_iteration"]
+                launched = (
+                    f"{kernels:.0f} kernels" if kernels is not None else f"{profile['aten_ops_per_iteration']:.0f} ops"
+                )
+                syncs, busy = profile["host_syncs_per_iteration"], profile["device_busy"]
+                rows.append(
+                    f"| {part} | {name} per iteration | {launched}, {syncs:.0f} host syncs,"
+                    f" device busy {busy} of {profile['wall_s']:.2f} s | | |"
+                )
         for key, goal in result.get("goals", {}).items():
             value = goal["value"]
             shown = "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)

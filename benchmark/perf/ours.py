@@ -6,12 +6,15 @@ on the standard workload, or the limit (plain ``model.generate`` of the same bat
 The baselines run as users run them, on ``lm_gym/Prompts-v0`` (the workload's prompts and
 reward) through the native vector env, with no evaluation. The last stdout line is a JSON
 object: per-iteration seconds (warm-up iterations dropped), rollout seconds, sequences per
-iteration and peak RSS.
+iteration and peak RSS. ``--cuda-graphs``: the baseline samples with ``LM_GYM_CUDA_GRAPHS=1``
+(``lm_toolkit.static_decoding``). ``--profile-out FILE``: the last warm-up iteration (not timed)
+is profiled (``profiling.py``) and its summary written to FILE.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -21,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import profiling
 import workload
 
 from lm_gym.results import load_result
@@ -102,15 +106,36 @@ def torch_threads() -> int:
     return int(os.environ.get("OMP_NUM_THREADS", "2"))
 
 
-def run_baseline(algorithm: str, model_dir: Path, iterations: int, beta: float, device: str, bf16: bool) -> dict:
-    """The baseline run as users run it, ``python baselines/<script>.py FLAGS``; its iteration times
-    from its ``result.json``. Its output goes to stderr: this contender's JSON is stdout's last line."""
+#: The profiled window of a training contender, in optimizer steps (``workload.MINIBATCHES`` an iteration): the
+#: last warm-up iteration, which is not timed.
+PROFILE_WINDOW = ((workload.WARMUP_ITERATIONS - 1) * workload.MINIBATCHES, workload.MINIBATCHES)
+
+
+def run_baseline(
+    algorithm: str,
+    model_dir: Path,
+    iterations: int,
+    beta: float,
+    device: str,
+    bf16: bool,
+    cuda_graphs: bool = False,
+    profile_out: str | None = None,
+) -> dict:
+    """The baseline run as users run it, ``python baselines/<script>.py FLAGS`` (through ``profiling.py``
+    with ``profile_out``); its iteration times from its ``result.json``. Its output goes to stderr: this
+    contender's JSON is stdout's last line."""
     script = ROOT / "baselines" / f"{algorithm if algorithm in ('ppo', 'nlpo') else 'grpo'}.py"
+    env = {**os.environ, "LM_GYM_CUDA_GRAPHS": "1" if cuda_graphs else "0"}
+    command = [sys.executable, str(script)]
+    if profile_out:  # the script's folder on the path, as `python SCRIPT` puts it
+        paths = [str(script.parent), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+        command = [sys.executable, str(HERE / "profiling.py"), profile_out, *map(str, PROFILE_WINDOW), str(script)]
     with tempfile.TemporaryDirectory() as out_dir:
         flags = baseline_args(
             algorithm, model_dir, workload.WARMUP_ITERATIONS + iterations, out_dir, beta, device, bf16
         )
-        subprocess.run([sys.executable, str(script), *flags], check=True, stdout=sys.stderr)
+        subprocess.run([*command, *flags], check=True, stdout=sys.stderr, env=env)
         result = load_result(out_dir)
     timed = result["curves"][workload.WARMUP_ITERATIONS :]
     return {
@@ -119,8 +144,10 @@ def run_baseline(algorithm: str, model_dir: Path, iterations: int, beta: float, 
     }
 
 
-def run_limit(model_dir: Path, iterations: int, device: str, bf16: bool) -> dict:
-    """``generate`` with the KV cache, sampling exactly 48 tokens for the iteration's 64 prompts."""
+def run_limit(model_dir: Path, iterations: int, device: str, bf16: bool, profile_out: str | None = None) -> dict:
+    """``generate`` with the KV cache, sampling exactly 48 tokens for the iteration's 64 prompts; with
+    ``profile_out``, the last warm-up iteration profiled."""
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -131,23 +158,26 @@ def run_limit(model_dir: Path, iterations: int, device: str, bf16: bool) -> dict
     seconds = []
     for i in range(workload.WARMUP_ITERATIONS + iterations):
         batch = prompts[i * workload.SEQUENCES_PER_ITERATION : (i + 1) * workload.SEQUENCES_PER_ITERATION]
+        profiled = profile_out and i == workload.WARMUP_ITERATIONS - 1
+        window = profiling.Window(profile_out) if profiled else contextlib.nullcontext()
         start = time.perf_counter()
-        ids = torch.tensor(tokenizer(batch, add_special_tokens=False)["input_ids"], device=device)
-        with torch.no_grad(), autocast:
-            out = model.generate(
-                input_ids=ids,
-                attention_mask=torch.ones_like(ids),
-                do_sample=True,
-                temperature=1.0,
-                top_k=0,
-                top_p=1.0,
-                max_new_tokens=workload.NEW_TOKENS,
-                min_new_tokens=workload.NEW_TOKENS,
-                suppress_tokens=[tokenizer.eos_token_id, tokenizer.pad_token_id],
-                use_cache=True,
-            )
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+        with window:
+            ids = torch.tensor(tokenizer(batch, add_special_tokens=False)["input_ids"], device=device)
+            with torch.no_grad(), autocast:
+                out = model.generate(
+                    input_ids=ids,
+                    attention_mask=torch.ones_like(ids),
+                    do_sample=True,
+                    temperature=1.0,
+                    top_k=0,
+                    top_p=1.0,
+                    max_new_tokens=workload.NEW_TOKENS,
+                    min_new_tokens=workload.NEW_TOKENS,
+                    suppress_tokens=[tokenizer.eos_token_id, tokenizer.pad_token_id],
+                    use_cache=True,
+                )
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
         seconds.append(time.perf_counter() - start)
         assert out.shape == (workload.SEQUENCES_PER_ITERATION, workload.PROMPT_TOKENS + workload.NEW_TOKENS), out.shape
     timed = seconds[workload.WARMUP_ITERATIONS :]
@@ -170,6 +200,10 @@ def main() -> None:
     )
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
+    parser.add_argument(
+        "--cuda-graphs", action="store_true", help="the baseline samples with LM_GYM_CUDA_GRAPHS=1 (not the limit)"
+    )
+    parser.add_argument("--profile-out", help="profile the last warm-up iteration; its summary to this JSON file")
     args = parser.parse_args()
 
     import torch
@@ -177,11 +211,15 @@ def main() -> None:
     torch.set_num_threads(torch_threads())
     model_dir = workload.build(args.workload_dir, args.size)
     if args.contender == "limit":
-        timings = run_limit(model_dir, args.iterations, args.device, args.bf16)
+        timings = run_limit(model_dir, args.iterations, args.device, args.bf16, args.profile_out)
         name = "generate-limit"
     else:
-        timings = run_baseline(args.contender, model_dir, args.iterations, args.beta, args.device, args.bf16)
+        timings = run_baseline(
+            args.contender, model_dir, args.iterations, args.beta, args.device, args.bf16, args.cuda_graphs,
+            args.profile_out,
+        )  # fmt: skip
         name = f"lm-gym-{args.contender}" + ("" if args.contender in ("ppo", "nlpo") else f"-beta{args.beta:g}")
+        name += "+graphs" if args.cuda_graphs else ""
     import transformers
 
     print(

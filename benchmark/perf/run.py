@@ -34,6 +34,13 @@ TRL_VERSIONS = {"ppo": "1.12.0", "grpo": "1.16.0", "rloo": "1.16.0"}
 def contenders(args: argparse.Namespace) -> dict[str, list[str]]:
     """Name -> command line, in the order they take turns."""
     placement = ["--size", args.size, "--device", args.device, *(["--bf16"] if args.bf16 else [])]
+    profile_dir = getattr(args, "profile_dir", None)
+
+    def profiled(name: str, command: list[str] | None) -> list[str] | None:
+        if command is None or not profile_dir:
+            return command
+        return [*command, "--profile-out", str(Path(profile_dir) / f"{name}.json")]
+
     ours = [
         sys.executable,
         str(HERE / "ours.py"),
@@ -75,6 +82,9 @@ def contenders(args: argparse.Namespace) -> dict[str, list[str]]:
     if args.rloo:
         table[f"lm-gym-rloo-beta{workload.KL_COEF:g}"] = [*ours, "--contender", "rloo", "--beta", str(workload.KL_COEF)]
         table[f"trl-rloo-beta{workload.KL_COEF:g}"] = trl_command("rloo", workload.KL_COEF)
+    if getattr(args, "cuda_graphs", False):  # each lm-gym contender again, sampling through CUDA graphs
+        table |= {f"{name}+graphs": [*command, "--cuda-graphs"] for name, command in table.items() if "lm-gym" in name}
+    table = {name: profiled(name, command) for name, command in table.items()}
     chosen = {
         name: command
         for name, command in table.items()
@@ -138,6 +148,11 @@ def speed_ratios(summary: dict[str, dict], betas: list[float]) -> dict[str, floa
         ratios["lm-gym-nlpo / lm-gym-ppo s/iteration"] = (
             summary["lm-gym-nlpo"]["iteration_s"] / summary["lm-gym-ppo"]["iteration_s"]
         )
+    for name in summary:  # the CUDA-graph path against the default one
+        if name.endswith("+graphs") and name.removesuffix("+graphs") in summary:
+            ratios[f"{name} / {name.removesuffix('+graphs')} episodes/s"] = (
+                summary[name]["episodes_per_s"] / summary[name.removesuffix("+graphs")]["episodes_per_s"]
+            )
     if "generate-limit" in summary:
         limit = summary["generate-limit"]["rollout_tokens_per_s"]
         for name, row in summary.items():
@@ -175,6 +190,12 @@ def main() -> None:
         "--create-trl-envs", action="store_true", help="create the TRL envs first (pip install from PyPI)"
     )
     parser.add_argument("--out", default="runs/perf/results.json", help="all timings and the summary, as JSON")
+    parser.add_argument(
+        "--cuda-graphs", action="store_true", help="also each lm-gym contender with LM_GYM_CUDA_GRAPHS=1 (NAME+graphs)"
+    )
+    parser.add_argument(
+        "--profile-dir", help="profile each contender's last warm-up iteration (profiling.py): DIR/NAME.json"
+    )
     args = parser.parse_args()
 
     if args.create_trl_envs:

@@ -60,6 +60,9 @@ def parse_args(argv=None):
     parser.add_argument(
         "--output-dir", default=None, help="TRL's output_dir (default: <workload-dir>/trl-out/<contender>)"
     )
+    parser.add_argument(
+        "--profile-out", help="profile the last warm-up iteration (profiling.py); its summary to this JSON file"
+    )
     return parser.parse_args(argv)
 
 
@@ -355,6 +358,11 @@ def main(argv=None) -> int:
     assert tok.pad_token_id is not None and tok.eos_token_id is not None
 
     clock = _Clock()
+    if args.profile_out:  # the last warm-up iteration's optimizer steps, as ours.py counts the baselines'
+        import profiling
+
+        warmup_steps = (workload.WARMUP_ITERATIONS - 1) * workload.MINIBATCHES
+        profiling.Window(args.profile_out, warmup_steps, workload.MINIBATCHES).on_optimizer_steps()
     run = run_ppo if args.trainer == "ppo" else run_group
     extra = run(args, workload, model_dir, tok, clock, out_dir)
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import gpu_check  # benchmark/perf is on sys.path (pyproject.toml's pytest pythonpath)
 import gpu_check_setup
+import profiling
 import pytest
+import torch
 import trl_envs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,8 +36,17 @@ def test_the_dry_run_goes_through_every_part_and_writes_the_results(tmp_path):
     assert all(part["status"] == "done" for part in record["parts"].values()), record["parts"]
 
     speed = record["parts"]["speed"]
-    assert {"generate-limit", "lm-gym-ppo", "lm-gym-grpo-beta0.05"} <= set(speed["contenders"])
+    ours = {"lm-gym-ppo", "lm-gym-grpo-beta0.05"}
+    assert {"generate-limit", *ours, *(f"{name}+graphs" for name in ours)} <= set(speed["contenders"])
     assert all(row["episodes_per_s"] > 0 for row in speed["contenders"].values())
+    for name in ours:  # the decode paths on and off, side by side
+        assert speed["ratios"][f"{name}+graphs / {name} episodes/s"] > 0
+    for name, row in speed["contenders"].items():  # where each contender's time went, on the CPU: ops, not kernels
+        profile = row["profile"]
+        assert profile["device"] == "cpu" and profile["aten_ops_per_iteration"] > 1000, name
+        assert profile["kernels_per_iteration"] is None and 0 < profile["device_s"] <= profile["wall_s"] * 4
+        assert profile["host_syncs_per_iteration"] == profile["sync_counts"]["aten::_local_scalar_dense"]
+        assert f"| speed | {name} per iteration | " in completed.stdout
     rollout = speed["goals"]["lm-gym-ppo rollout / generate limit tokens/s"]
     assert rollout["value"] > 0 and rollout["met"] == (rollout["value"] >= 1.0)
     for trainer in ("ppo", "grpo-beta0.05"):  # TRL's contender ran, or says why not
@@ -129,3 +140,47 @@ def test_the_whole_check_from_a_wheel_folder_runs_in_its_venv(tmp_path):
     assert completed.returncode == 0, completed.stdout + completed.stderr[-3000:]
     assert record["setup"]["python"].endswith("work/venv/bin/python")
     assert record["parts"]["cnn_dailymail"]["status"] == "done"
+
+
+def train_a_little(steps: int) -> None:
+    """``steps`` optimizer steps, each after reading the loss back (``aten::item``)."""
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        loss = model(torch.ones(8, 4)).pow(2).mean()
+        loss.item()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def test_the_profiler_summary_counts_a_windows_ops_and_host_syncs(tmp_path):
+    """A window of two optimizer steps after the first: the two read-backs in it, its ops, time on the device (the
+    CPU here) within its wall time; the hook is gone after it."""
+    out = tmp_path / "profile.json"
+    profiling.Window(out, start_after=1, steps=2).on_optimizer_steps()
+    train_a_little(4)
+    summary = json.loads(out.read_text())
+    assert summary["device"] == "cpu" and summary["iterations"] == 1
+    assert summary["sync_counts"]["aten::item"] == 2 and summary["host_syncs_per_iteration"] == 2
+    assert summary["aten_ops_per_iteration"] > 20 and summary["kernels_per_iteration"] is None
+    assert 0 < summary["device_s"] and 0 < summary["wall_s"] and summary["device_busy"] > 0
+    assert "aten::addmm" in summary["top_device_time_ms"] or "aten::linear" in summary["top_device_time_ms"]
+    out.unlink()
+    train_a_little(4)  # the window has closed: nothing more is written
+    assert not out.exists()
+
+
+def test_the_profiler_runs_a_script_as_python_runs_it(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys\nimport torch\n"
+        "assert sys.argv[1:] == ['--steps', '3'], sys.argv\n"
+        "model = torch.nn.Linear(2, 1)\noptimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for _ in range(3):\n    model(torch.ones(1, 2)).sum().backward()\n    optimizer.step()\n"
+    )
+    out = tmp_path / "profile.json"
+    command = [sys.executable, "benchmark/perf/profiling.py", str(out), "1", "1", str(script), "--steps", "3"]
+    completed = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(out.read_text())["aten_ops_per_iteration"] > 0
