@@ -10,8 +10,10 @@ with the task as its defaults, and :class:`LmGymEnv`)::
     python -m lm_gym.integrations.verifiers export lm_gym/Wordle-v0 envs/wordle && pip install envs/wordle
     vf-eval lm-gym-wordle-v0 -m MODEL --client.base-url http://127.0.0.1:8000/v1 -n 8 -r 4 --no-push
 
-(``prime env push`` publishes the folder on the hub.) In Python, ``LmGymTaskset(LmGymTasksetConfig(
-env_id=...))`` yields the tasks directly.
+The folder is what ``prime env push`` publishes on the hub (not tried here: no hub access). In Python,
+``LmGymTaskset(LmGymTasksetConfig(env_id=...))`` yields the tasks directly. A served task
+(``python -m lm_gym.serve``) is played with verifiers' own ``OpenEnvTaskset`` (``base_url`` the server,
+``resets`` of ``{"split": ..., "index": i}``: the Task API), not through this module.
 
 * **Tasks** (:class:`LmGymTaskset`): episode ``i`` of a split is the episode that
   ``gymnasium.make(env_id, split=split, **env_kwargs).reset(seed=i)`` plays (the index is the reset
@@ -37,7 +39,8 @@ env_id=...))`` yields the tasks directly.
 
 The model plays through verifiers' tool-less chat harness (``null``) in a local subprocess
 (``runtime.type subprocess``): the env steps the task in the eval's own process, so nothing of
-lm-gym runs in the agent's box.
+lm-gym runs in the agent's box. That harness is a ``uv`` script, so ``uv`` must be on the ``PATH``
+(the extra installs it); its few packages (openai, mcp, httpx) come from PyPI on first use.
 """
 
 from __future__ import annotations
@@ -167,17 +170,19 @@ class LmGymEnv(vf.Env[LmGymEnvConfig]):
             )
         steps: list[dict[str, Any]] = []
         ended = False
-        async with agents.player.interaction(task) as interaction:
-            segment = await interaction.turn()
-            while not segment.terminated:
-                step = await asyncio.to_thread(session.play, _reply(segment))
-                ending = {"terminated": step.terminated, "truncated": step.truncated}
-                steps.append({"reward": step.reward, **ending, "info": step.info})
-                if step.answer is None:
-                    ended = True
-                    break
-                segment = await interaction.turn(step.answer)
-        session.close()
+        try:
+            async with agents.player.interaction(task) as interaction:
+                segment = await interaction.turn()
+                while not segment.terminated:
+                    step = await asyncio.to_thread(session.play, _reply(segment))
+                    ending = {"terminated": step.terminated, "truncated": step.truncated}
+                    steps.append({"reward": step.reward, **ending, "info": step.info})
+                    if step.answer is None:
+                        ended = True
+                        break
+                    segment = await interaction.turn(step.answer)
+        finally:
+            session.close()
         rewards = [step["reward"] for step in steps]
         trace = interaction.trace
         trace.record_reward(RETURN_REWARD, float(sum(rewards)))

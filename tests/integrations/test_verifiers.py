@@ -276,6 +276,19 @@ def test_vf_eval_of_an_exported_package_equals_the_local_env(
 
 
 @pytest.mark.slow
+def test_the_agents_turn_limit_ends_an_episode_early_with_the_rewards_so_far(tmp_path, model_url):
+    export("user_tasks:user/CountUp-v0", tmp_path / "package")  # three turns an episode
+    args = [package_names("user_tasks:user/CountUp-v0")[0], "-m", "countup", "--client.base-url", model_url]
+    args += ["--client.api-key-var", "OPENAI_API_KEY", "-n", "1", "--env.player.max-turns", "2"]
+    (episode,) = run_vf_eval(args, tmp_path / "outputs", [tmp_path / "package"])
+    played = episode["traces"][0]["info"][TRACE_INFO_KEY]
+    rewards, _ = local_episode("user/CountUp-v0", {}, played["seed"], "countup")
+    assert not played["episode_ended"]
+    assert played["turn_rewards"] == rewards[:2]
+    assert episode["traces"][0]["rewards"][RETURN_REWARD]["score"] == sum(rewards[:2])
+
+
+@pytest.mark.slow
 def test_vf_validate_loads_an_exported_package_without_errors(tmp_path):
     export("user_tasks:user/CountUp-v0", tmp_path / "package")
     command = [str(BIN_DIR / "vf-validate"), package_names("user_tasks:user/CountUp-v0")[0], "-n", "2"]
