@@ -172,6 +172,24 @@ def test_the_torchrl_example_runs(monkeypatch, capsys):
     assert int(namespace["rollout"]["next", "done"].sum()) == 2  # two utterances of 8 tokens
 
 
+def test_the_skyrl_example_plays(tmp_path, monkeypatch, capsys):
+    """The "SkyRL" block of docs/integrations.md, executed: its parquet holds the rows, the step answers."""
+    pytest.importorskip("skyrl_gym")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(docs_example("integrations.md", "skyrl"), "docs/integrations.md", "exec"), namespace)  # noqa: S102
+    assert (tmp_path / "train.parquet").stat().st_size > 0 and len(namespace["rows"]) > 64
+    assert namespace["output"]["reward"] in (-1.0, 0.0) and not namespace["output"]["done"]
+
+
+def test_the_gem_example_plays(monkeypatch, capsys):
+    """The "GEM" block of docs/integrations.md, executed: eight CommonGen copies scored in one step."""
+    pytest.importorskip("gem")
+    namespace: dict = {}
+    exec(compile(docs_example("integrations.md", "gem"), "docs/integrations.md", "exec"), namespace)  # noqa: S102
+    assert len(namespace["rewards"]) == 8 and namespace["reward"] in (-1.0, 0.0)
+
+
 def test_the_readmes_commands_are_the_getting_started_pages():
     """The README's two commands, which CI runs, are the ones the site gives."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
