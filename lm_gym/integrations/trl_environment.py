@@ -298,6 +298,8 @@ class TaskEnvironment:
     def _call_tool(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
         """A call of the tool by the model: one step, or an answer saying why nothing was played."""
         tool = self.tool
+        if len(args) == 1 and not kwargs:  # called from Python as its signature shows: tool(value)
+            args, kwargs = (), {tool.argument: args[0]}
         call: dict[str, Any] = {"arguments": dict(kwargs) if not args else {"args": list(args), **kwargs}}
         self.calls.append(call)
         if args or set(kwargs) != {tool.argument}:

@@ -123,14 +123,16 @@ def test_a_wordle_episode_through_the_tool_is_the_local_envs():
     assert refused.startswith("Invalid word:") and "at most 64" in refused
     assert environment.guess(word=12345).startswith("Invalid word: action must be a str")
     assert environment.guess(guess="crane").startswith("guess takes one argument, word")
-    assert environment.actions == ["crane", "xx"] and environment.model_turns == 2
-    assert [call["played"] for call in environment.calls] == [True, True, False, False, False]
-    assert environment.rewards == replay(env_id, kwargs, environment)[0] == [-1.0, -1.0]
-    # the model stops: the four turns it did not take are played as the empty utterance (invalid, -1 each)
+    assert environment.guess("sloth", "x").startswith("guess takes one argument, word")
+    assert environment.guess("pudgy") == replay_answer(env_id, kwargs, 3, ["crane", "xx", "pudgy"])  # as in Python
+    assert environment.actions == ["crane", "xx", "pudgy"] and environment.model_turns == 3
+    assert [call["played"] for call in environment.calls] == [True, True, False, False, False, False, True]
+    assert environment.rewards == replay(env_id, kwargs, environment)[0] == [-1.0, -1.0, -1.0]
+    # the model stops: the three turns it did not take are played as the empty utterance (invalid, -1 each)
     assert environment.get_reward() == -6.0 == environment.get_reward()
     rewards, done = replay(env_id, kwargs, environment)
-    assert done and environment.done and environment.actions == ["crane", "xx", "", "", "", ""]
-    assert environment.model_turns == 2 and sum(rewards) == -6.0 and environment.info["metrics"]["num_guesses"] == 6
+    assert done and environment.done and environment.actions == ["crane", "xx", "pudgy", "", "", ""]
+    assert environment.model_turns == 3 and sum(rewards) == -6.0 and environment.info["metrics"]["num_guesses"] == 6
     assert environment.guess(word="crane") == "The episode has ended: guess plays nothing more."
     assert len(environment.actions) == 6
 
