@@ -464,7 +464,7 @@ def sample(
         del prefix  # its cache is in the decoder's buffers
     if hook is not None:
         hook.start(queries)
-    check_every = stop_check_every or (1 if on_cpu else GPU_STOP_CHECK_EVERY)
+    check_every = stop_check_every if stop_check_every is not None else 1 if on_cpu else GPU_STOP_CHECK_EVERY
     if check_every < 1:
         raise ValueError(f"stop_check_every must be a positive number of tokens, got {check_every}")
     device = steps.logits.device

@@ -158,8 +158,9 @@ def test_asking_whether_rows_ended_every_k_tokens_gives_the_samples_of_every_tok
     drawn = run(model, queries, None, stop_check_every=1)
     torch.manual_seed(5)
     assert_identical(drawn, run(model, queries, None, stop_check_every=every))
-    with pytest.raises(ValueError, match="stop_check_every"):
-        run(model, queries, uniforms, stop_check_every=-1)
+    for wrong in (0, -1):
+        with pytest.raises(ValueError, match="stop_check_every"):
+            run(model, queries, uniforms, stop_check_every=wrong)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
