@@ -196,7 +196,9 @@ def main(args: Args) -> dict:
     (run, device, autocast, first_env, train_env, eval_env, lengths, tokenizer, policy, reference, value_head,
      parameters, optimizer, kl_coef) = ppo.set_up(args, "nlpo")  # fmt: skip
     mask_model = snapshot_of(policy, "mask_model", run.checkpoint_dir / "mask_model" if run.resuming else None)
-    mask = TopPMask(mask_model, tokenizer, lengths.min_new_tokens, args.top_p, args.mask_update_every, not run.resuming)
+    # the mask model equals the policy at the start, and after a refresh (a run resumed there too)
+    same = not run.resuming or run.step % args.mask_update_every == 0
+    mask = TopPMask(mask_model, tokenizer, lengths.min_new_tokens, args.top_p, args.mask_update_every, same)
     actor = TextPolicy(policy, tokenizer, lengths, args.temperature, value_head, hook=mask)  # samples within the mask
 
     evaluation = evaluator(eval_env, actor, args, autocast)  # the masked policy, as RL4LMs' NLPO generates

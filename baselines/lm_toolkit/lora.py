@@ -21,6 +21,7 @@ peft is imported only where adapters are (it takes seconds to import).
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import shutil
 import sys
@@ -206,11 +207,12 @@ class AdapterSnapshot(SharedWeights):
     def __init__(self, policy, name: str, saved: Path | None = None):
         super().__init__(policy)
         self.name = name
-        if saved is not None:
-            policy.load_adapter(str(saved), name, is_trainable=False)
-        else:
-            policy.add_adapter(name, policy.peft_config[DEFAULT_ADAPTER])
-            self.refresh()
+        with torch.random.fork_rng():  # a new adapter's initial draws would shift the run's RNG (a resumed run's)
+            if saved is not None:
+                policy.load_adapter(str(saved), name, is_trainable=False)
+            else:
+                policy.add_adapter(name, copy.deepcopy(policy.peft_config[DEFAULT_ADAPTER]))
+                self.refresh()
         policy.set_adapter(DEFAULT_ADAPTER)  # the policy's adapter trains; the snapshot's is frozen
 
     def refresh(self) -> None:

@@ -199,21 +199,28 @@ def test_resuming_a_full_run_with_lora_is_refused(tmp_path):
         grpo.main(grpo.Args(**{**settings, "iterations": 2}, resume=True, lora_r=4))
 
 
-def ppo_run(out_dir, **overrides):
-    ppo = load_baseline("ppo")
+def ppo_run(out_dir, script="ppo", **overrides):
+    baseline = load_baseline(script)
     settings = {**IMDB, "model_config": json.dumps(LLAMA), "out_dir": str(out_dir), "lora_r": 8}
     settings |= {"num_envs": 4, "num_minibatches": 2, "update_epochs": 1, "iterations": 3, "anneal_lr": False}
     settings |= {"eval_episodes": 4, "eval_batch_size": 4, "eval_every": 0, "torch_threads": 1}
-    return ppo.main(ppo.Args(**{**settings, **overrides}))
+    return baseline.main(baseline.Args(**{**settings, **overrides}))
 
 
 TRAINING_KEYS = ("mean_return", "kl", "kl_coef", "pg_loss", "vf_loss", "entropy", "approx_kl", "clipfrac")
 
 
-def test_a_resumed_lora_run_equals_an_uninterrupted_one(tmp_path):
-    whole = ppo_run(tmp_path / "whole", gradient_checkpointing=True)
-    ppo_run(tmp_path / "resumed", gradient_checkpointing=True, iterations=2)
-    resumed = ppo_run(tmp_path / "resumed", gradient_checkpointing=True, resume=True)
+@pytest.mark.parametrize(
+    ("script", "flags"),
+    [
+        ("ppo", {"gradient_checkpointing": True}),
+        ("nlpo", {"mask_update_every": 2}),  # the mask model's adapter saved and restored too
+    ],
+)
+def test_a_resumed_lora_run_equals_an_uninterrupted_one(script, flags, tmp_path):
+    whole = ppo_run(tmp_path / "whole", script, **flags)
+    ppo_run(tmp_path / "resumed", script, **flags, iterations=2)
+    resumed = ppo_run(tmp_path / "resumed", script, **flags, resume=True)
     for row, other in zip(whole["curves"], resumed["curves"], strict=True):
         assert {key: row[key] for key in TRAINING_KEYS} == {key: other[key] for key in TRAINING_KEYS}
     assert resumed["final_eval"] == whole["final_eval"]
@@ -241,18 +248,36 @@ def test_a_lora_checkpoint_evaluates_as_its_run_did_merged_or_not(tmp_path):
     assert len(digests) == 1 and None not in digests  # the adapters' and the base's weights
 
 
+@pytest.fixture(scope="module")
+def imdb_warm_start(tmp_path_factory):
+    """A tiny Llama cloned on IMDB's synthetic reviews (sft.py, every weight): text whose sentiment RL can move."""
+    sft = load_baseline("sft")
+    out_dir = tmp_path_factory.mktemp("sft-imdb")
+    args = sft.Args(
+        **IMDB, model_config=json.dumps(LLAMA), out_dir=str(out_dir), max_steps=150, learning_rate=3e-3,
+        batch_size=32, eval_episodes=0, torch_threads=1,
+    )  # fmt: skip
+    sft.main(args)
+    return out_dir / "checkpoint"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["ppo", "grpo"])
-def test_lora_ppo_and_grpo_learn_on_imdb(script, tmp_path):
-    """A random tiny Llama's LoRA adapters (r 8) move IMDB's sentiment reward up within a few iterations."""
+def test_lora_ppo_and_grpo_learn_on_imdb(script, imdb_warm_start, tmp_path):
+    """LoRA adapters (r 16 on every linear layer) on the warm start move IMDB's sentiment reward up: 0.52 to 0.83
+    (PPO) and 0.62 (GRPO) in 30 iterations. PPO's returns undiscounted (gamma = lambda = 1): the value head
+    learns through the adapters only, and with GAE's default 0.99 x 0.95 the early tokens of a 48-token
+    review get little of the reward at its end (it did not learn in 30 iterations)."""
     baseline = load_baseline(script)
-    settings = {**IMDB, "model_config": json.dumps(LLAMA), "out_dir": str(tmp_path), "lora_r": 8}
-    settings |= {"iterations": 12, "eval_episodes": 32, "eval_batch_size": 32, "eval_every": 0}
+    settings = {**IMDB, "model_config": json.dumps(LLAMA), "out_dir": str(tmp_path), "init_from": str(imdb_warm_start)}
+    settings |= {"lora_r": 16, "lora_target_modules": ("all-linear",), "iterations": 30, "learning_rate": 1e-2}
+    settings |= {"update_epochs": 2, "num_minibatches": 4, "eval_episodes": 32, "eval_batch_size": 32}
+    settings |= {"eval_every": 0, "torch_threads": 1}
     if script == "ppo":
-        settings |= {"num_envs": 16, "num_minibatches": 2, "learning_rate": 1e-2, "kl_coef": 0.0, "kl_target": None}
+        settings |= {"num_envs": 32, "kl_coef": 0.0, "kl_target": None, "gamma": 1.0, "gae_lambda": 1.0}
     else:
-        settings |= {"num_prompts": 8, "group_size": 4, "num_minibatches": 2, "learning_rate": 1e-2, "beta": 0.01}
+        settings |= {"num_prompts": 16, "group_size": 4, "beta": 0.0}
     result = baseline.main(baseline.Args(**settings))
     start, final = result["initial_eval"]["mean_return"], result["final_eval"]["mean_return"]
     assert final > start + 0.05, (start, final)
-    assert all(np.isfinite(row["kl"]) for row in result["curves"])
+    assert not (tmp_path / "checkpoint" / "model.safetensors").exists()  # the adapters, not a copy of the model
