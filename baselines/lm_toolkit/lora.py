@@ -54,20 +54,21 @@ def compute_model(model: Any):
 
 def target_modules(model, names: tuple[str, ...]) -> str | list[str]:
     """``--lora-target-modules`` for ``model``: its names, checked against the model's adaptable layers (a module
-    matches a name when the name is the module's, or the last part of it, as peft matches); none: peft's
-    default for the architecture, else every linear layer (``all-linear``)."""
+    matches a name that is its own or the end of it after a dot, as peft matches); none: peft's default for the
+    architecture, else every linear layer (``all-linear``)."""
     if not names:
         from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as DEFAULTS
 
         return DEFAULTS.get(model.config.model_type, "all-linear")
     if names == ("all-linear",):
         return "all-linear"
-    layers = {name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, ADAPTABLE)}
-    missing = [name for name in names if name not in layers]
+    adaptable = [name for name, module in model.named_modules() if isinstance(module, ADAPTABLE)]
+    missing = [name for name in names if not any(a == name or a.endswith("." + name) for a in adaptable)]
     if missing:
         raise ValueError(
             f"--lora-target-modules: the {model.config.model_type} model has no layer named {', '.join(missing)} "
-            f"that LoRA can adapt; its layers: {', '.join(sorted(layers))} (or all-linear)"
+            f"that LoRA can adapt; its layers: {', '.join(sorted({a.rsplit('.', 1)[-1] for a in adaptable}))} "
+            "(or all-linear)"
         )
     return list(names)
 

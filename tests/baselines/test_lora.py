@@ -281,3 +281,19 @@ def test_lora_ppo_and_grpo_learn_on_imdb(script, imdb_warm_start, tmp_path):
     start, final = result["initial_eval"]["mean_return"], result["final_eval"]["mean_return"]
     assert final > start + 0.05, (start, final)
     assert not (tmp_path / "checkpoint" / "model.safetensors").exists()  # the adapters, not a copy of the model
+
+
+def test_ippo_trains_each_agent_s_adapters_and_resumes(tmp_path):
+    pytest.importorskip("pettingzoo")
+    ippo = load_baseline("ippo")
+    gpt2 = {"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 1024}
+    settings = {"env_id": "lm_gym/VisDial-v0", "model_config": json.dumps(gpt2), "out_dir": str(tmp_path)}
+    settings |= {"lora_r": 4, "num_envs": 4, "iterations": 2, "update_epochs": 1, "num_minibatches": 1}
+    settings |= {"eval_episodes": 4, "eval_batch_size": 4, "eval_every": 0, "max_cycles": 8}
+    ippo.main(ippo.Args(**settings))
+    checkpoint = tmp_path / "checkpoint"
+    for folder in (checkpoint, checkpoint / "answerer"):  # the questioner's at the root, the answerer's by name
+        assert models.is_adapter_checkpoint(folder) and (folder / models.BASE_MODEL / "model.safetensors").is_file()
+    assert not any(path.name.endswith("-reference") for path in checkpoint.iterdir())  # the adapters off
+    resumed = ippo.main(ippo.Args(**{**settings, "iterations": 3, "resume": True}))
+    assert [row["step"] for row in resumed["curves"]] == [1, 2, 3]
