@@ -161,8 +161,8 @@ def speed_part(args: argparse.Namespace, deadline: float) -> dict:
     elif args.tiny:  # one contender of each kind: the limit, lm-gym's, TRL's
         order = ["generate-limit", "lm-gym-ppo", "trl-ppo"]
         order += [f"{who}-grpo-beta{workload.KL_COEF:g}" for who in ("lm-gym", "trl")]
-    if not args.contenders:  # the new decode paths on and off: each lm-gym contender with CUDA graphs too
-        order = [graphs for name in order for graphs in (name, f"{name}+graphs") if graphs in table]
+    if not args.contenders:  # the new decode paths on and off: then each lm-gym contender with CUDA graphs, last
+        order += [f"{name}+graphs" for name in order if f"{name}+graphs" in table]  # (the goals' figures come first)
     skipped = {
         f"trl-{trainer}" + ("" if trainer == "ppo" else f"-beta{workload.KL_COEF:g}"): (
             f"no interpreter with trl=={version} (benchmark/perf/trl_envs.py --create makes its venv)"
