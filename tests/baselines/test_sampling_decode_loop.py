@@ -205,3 +205,17 @@ def test_the_cuda_graph_flag_is_off_unless_the_environment_sets_it(monkeypatch):
     monkeypatch.setenv(static_decoding.CUDA_GRAPHS_ENV, "yes")
     with pytest.raises(ValueError, match="LM_GYM_CUDA_GRAPHS must be 0 or 1"):
         static_decoding.cuda_graphs_enabled()
+
+
+def test_a_lora_policy_takes_the_same_paths():
+    """A peft LoRA model (the baselines' --lora-r): the preallocated cache bit for bit, the static path to rounding."""
+    peft = pytest.importorskip("peft")
+    config = peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    model = peft.get_peft_model(tiny("llama"), config).eval()
+    uniforms = uniforms_ending_rows(len(GROUPED))
+    preallocated = run(model, GROUPED, uniforms)
+    assert_identical(preallocated, run(model, GROUPED, uniforms, preallocate=False))
+    static = run(model, GROUPED, uniforms, cuda_graphs=True)
+    assert static.responses == preallocated.responses
+    for kept, expected in zip(static.log_probs, preallocated.log_probs, strict=True):
+        torch.testing.assert_close(torch.tensor(kept), torch.tensor(expected), atol=1e-5, rtol=0)
