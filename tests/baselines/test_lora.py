@@ -33,6 +33,16 @@ LENGTHS = tasks.Lengths(max_prompt_length=8, max_new_tokens=6, min_new_tokens=2)
 QUERIES = [[5, 6, 7], [8, 9], [5, 6, 7], [10, 11, 12, 13]]
 
 
+class Tokenizer:
+    """What the toolkit reads of a tokenizer: its special tokens and its length (the tiny models' vocabulary)."""
+
+    bos_token_id = eos_token_id = EOS
+    pad_token_id = PAD
+
+    def __len__(self) -> int:
+        return 50
+
+
 def lora_flags(**flags):
     """The LoRA flags of a run, as the baselines' ``Args`` hold them."""
     settings = {"lora_r": 4, "lora_alpha": None, "lora_dropout": None, "lora_target_modules": ()}
@@ -74,7 +84,7 @@ def responses_of(actor: rollouts.TextPolicy) -> TurnBatch:
 
 
 def actor_of(model) -> rollouts.TextPolicy:
-    return rollouts.TextPolicy(model, SimpleNamespace(eos_token_id=EOS, pad_token_id=PAD), LENGTHS)
+    return rollouts.TextPolicy(model, Tokenizer(), LENGTHS)
 
 
 def test_the_adapter_off_reference_is_a_frozen_copy_of_the_base_bit_for_bit():
@@ -153,15 +163,31 @@ def test_a_lora_checkpoint_saves_the_adapters_and_the_base_and_loads_merged_or_n
     assert base.stat().st_ino == (tmp_path / "first" / models.BASE_MODEL / "model.safetensors").stat().st_ino
     assert not any("lora" in name for name in load_file(base))
     assert models.is_adapter_checkpoint(tmp_path / "second")
-    vocabulary = [0] * 50  # load_policy reads the tokenizer's length only
-    merged = models.load_policy(str(tmp_path / "second"), {}, vocabulary, seed=0)
-    unmerged = models.load_policy(str(tmp_path / "second"), {}, vocabulary, seed=0, merge_adapters=False)
+    merged = models.load_policy(str(tmp_path / "second"), {}, Tokenizer(), seed=0)
+    unmerged = models.load_policy(str(tmp_path / "second"), {}, Tokenizer(), seed=0, merge_adapters=False)
     assert not lora.is_peft(merged) and lora.is_peft(unmerged)
     ids = torch.tensor([[5, 6, 7, 8]])
     with torch.no_grad():
         expected = policy(input_ids=ids).logits
         assert torch.equal(unmerged.eval()(input_ids=ids).logits, expected)
         assert torch.allclose(merged.eval()(input_ids=ids).logits, expected, atol=1e-5)
+
+
+def test_a_bfloat16_base_keeps_float32_adapters():
+    """What ``--bf16`` with LoRA loads on CUDA (here on the CPU): the frozen base in bfloat16, the adapters in
+    float32, and a pass under autocast gives finite log-probs with gradients for the adapters alone."""
+    base = models.load_policy(None, LLAMA, Tokenizer(), seed=0, dtype=torch.bfloat16)
+    policy = lora.add_adapters(base, lora_flags()).eval()
+    dtypes = {p.dtype for name, p in policy.named_parameters() if "lora_" not in name}
+    assert dtypes == {torch.bfloat16}
+    assert {p.dtype for p in lora.trainable_parameters(policy)} == {torch.float32}
+    actor = actor_of(policy)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        batch = responses_of(actor)
+        scores = actor.score(*batch.rows(np.arange(len(QUERIES)))).log_probs
+    (scores * batch.response_mask).sum().backward()
+    assert torch.isfinite(scores[batch.response_mask.bool()]).all()
+    assert all(p.grad is not None for p in lora.trainable_parameters(policy))
 
 
 @pytest.mark.parametrize(
