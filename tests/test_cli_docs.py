@@ -41,6 +41,7 @@ PAGES = {
             "data_parallel",
             "evaluate_throughput",
             "gpu_check",
+            "lora_scale",
             "mixture_overhead",
             "ours",
             "roofline",

@@ -32,7 +32,7 @@ EXTRA_MODULES = {
     "sb3": ["stable_baselines3", "sb3_contrib"],
     "multi-agent": ["pettingzoo"],
     "torchrl": ["torchrl", "tensordict"],
-    "baselines": ["tyro", "wandb"],
+    "baselines": ["tyro", "wandb", "peft"],
     "benchmark": ["rliable", "arch"],  # rich: huggingface_hub brings it
     "cluster": ["ray", "submitit"],
 }
