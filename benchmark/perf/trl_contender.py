@@ -227,7 +227,9 @@ def run_ppo(args, workload, model_dir, tok, clock, out_dir):
     }
 
 
-def run_group(args, workload, model_dir, tok, clock, out_dir):
+def run_group(args, workload, model_dir, tok, clock, out_dir, peft_config=None):
+    """GRPO or RLOO on ``workload`` (this module's workload, or another with its constants and ``prompts``);
+    ``peft_config``: TRL's own LoRA (peft), whose KL reference is the adapters switched off."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
@@ -293,9 +295,10 @@ def run_group(args, workload, model_dir, tok, clock, out_dir):
         processing_class=tok,
         train_dataset=Dataset.from_dict({"prompt": prompts}),
         callbacks=[_timer_callback(clock, every=workload.MINIBATCHES)],
+        peft_config=peft_config,
     )
     assert config.generation_batch_size == per_iteration, config.generation_batch_size
-    assert (trainer.ref_model is None) == (args.beta == 0.0)
+    assert (trainer.ref_model is None) == (args.beta == 0.0 or peft_config is not None)
 
     # Rollout = TRL's _generate_and_score_completions: generate, reward, old (and ref) log-probs.
     generate_and_score = trainer._generate_and_score_completions
@@ -315,6 +318,14 @@ def run_group(args, workload, model_dir, tok, clock, out_dir):
         "generation_batch_size": config.generation_batch_size,
         "optim": getattr(config.optim, "value", str(config.optim)),
         "reference_model": trainer.ref_model is not None,
+        "lora": None
+        if peft_config is None
+        else {
+            "r": peft_config.r,
+            "lora_alpha": peft_config.lora_alpha,
+            "lora_dropout": peft_config.lora_dropout,
+            "target_modules": sorted(peft_config.target_modules),
+        },
         "rollout_measures": "TRL _generate_and_score_completions (generate, reward, old"
         + (" and ref" if args.beta else "")
         + " log-probs)",
