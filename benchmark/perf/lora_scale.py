@@ -1,5 +1,7 @@
-"""LoRA at the users' model size on the CPU: lm-gym's GRPO and PPO, full fine-tuning and LoRA, and TRL's
-GRPOTrainer with the same LoRA, each in its own process; peak memory and time per iteration side by side.
+"""LoRA at the users' model size on the CPU: lm-gym's GRPO and PPO (full and LoRA) and TRL's GRPOTrainer.
+
+Each contender runs in its own process (TRL's with the same LoRA, and full); peak memory and time per iteration
+are printed side by side, with the ratios of issue #57's goals.
 
     python benchmark/perf/lora_scale.py                       # the Qwen2-0.5B-shaped model (about 15 min, 2 cores)
     python benchmark/perf/lora_scale.py --tiny                # a dry run of the code paths (2 layers)
