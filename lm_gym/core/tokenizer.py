@@ -10,6 +10,7 @@ beside their checkpoints.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,16 +39,28 @@ def truncate_prompt(ids: Sequence[int], max_length: int, side: str = "left") -> 
     return list(ids[-max_length:]) if side == "left" else list(ids[:max_length])
 
 
+#: The classes a tokenizer saved from a bare ``tokenizers`` tokenizer names (lm-gym's own, trained on a task's text).
+GENERIC_TOKENIZER_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
-    """``AutoTokenizer.from_pretrained(name_or_path)``, given a pad token if it has none."""
-    from transformers import AutoTokenizer
+    """``AutoTokenizer.from_pretrained(name_or_path)``, given a pad token if it has none.
+
+    A local folder whose tokenizer is a bare ``tokenizers`` one (lm-gym's own, saved beside a model) loads
+    as it was saved: transformers 5's ``AutoTokenizer`` would otherwise take the class of the folder's model
+    config (a ``qwen2`` config gives a ``Qwen2Tokenizer``, which splits lm-gym's word-level and byte-level
+    tokenizers' text differently)."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     offline_hint = (
         "Pass a local directory, or tokenizer=None to use the tokenizer lm-gym trains on the task's own text."
     )
     require_local_or_hub(name_or_path, f"the tokenizer {safe_repr(name_or_path)}", offline_hint)
+    loader = (
+        PreTrainedTokenizerFast if saved_tokenizer_class(name_or_path) in GENERIC_TOKENIZER_CLASSES else AutoTokenizer
+    )
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+        tokenizer = loader.from_pretrained(name_or_path)
     except (OSError, ValueError) as error:
         raise DataUnavailableError(f"could not load tokenizer {name_or_path!r} ({error}). {offline_hint}") from error
     if tokenizer.eos_token_id is None:
@@ -57,6 +70,15 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def saved_tokenizer_class(name_or_path: str) -> str | None:
+    """The ``tokenizer_class`` a local folder's ``tokenizer_config.json`` names (``None``: no such folder or file)."""
+    config = Path(name_or_path) / "tokenizer_config.json"
+    try:
+        return json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 class StridedCorpus(list):

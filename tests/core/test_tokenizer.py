@@ -50,6 +50,23 @@ def test_load_tokenizer_from_a_local_directory(tmp_path):
     assert tokenizer.eos_token == EOS_TOKEN
 
 
+def test_a_tokenizer_saved_beside_a_qwen2_config_loads_as_it_was_saved(tmp_path):
+    """transformers 5's AutoTokenizer takes a folder's model type (qwen2: Qwen2Tokenizer) over the saved class;
+    lm-gym's own tokenizer, saved beside a Qwen2 policy (sft.py, then --init-from), must come back as it was."""
+    from transformers import Qwen2Config
+
+    corpus = [*CORPUS, *(f"In 1999 the year 2024 saw 123 films, {n}00 reviews." for n in range(50))]
+    tokenizer = train_tokenizer(corpus, "unit-test-qwen2-folder", vocab_size=400)  # merges across digits
+    tokenizer.save_pretrained(tmp_path)
+    Qwen2Config(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2).save_pretrained(
+        tmp_path
+    )
+    text = CORPUS[0] + "\n\nIn 1999 the   movie was GREAT!! 123 films"
+    loaded = load_tokenizer(str(tmp_path))
+    assert loaded(text)["input_ids"] == tokenizer(text)["input_ids"]
+    assert (loaded.eos_token, loaded.pad_token) == (tokenizer.eos_token, tokenizer.pad_token)
+
+
 def test_unknown_hub_tokenizer_fails_clearly_offline():
     with pytest.raises(DataUnavailableError, match="tokenizer=None"):
         load_tokenizer("no-such-org/no-such-tokenizer")
