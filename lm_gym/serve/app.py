@@ -9,6 +9,7 @@ Shutdown (SIGTERM, SIGINT or :meth:`DrainingServer.drain`): new messages are ref
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -19,8 +20,11 @@ from typing import Any
 
 import uvicorn
 from fastapi import Request
-from fastapi.responses import JSONResponse
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
 from openenv.core.env_server.http_server import create_app
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lm_gym.serve.auth import TokenMiddleware
 from lm_gym.serve.config import ServeConfig
@@ -28,6 +32,7 @@ from lm_gym.serve.environment import SessionEnvironment, TaskService
 from lm_gym.serve.errors import WireError, error_type_of
 from lm_gym.serve.limits import LimitsMiddleware
 from lm_gym.serve.routes import add_task_routes
+from lm_gym.serve.wire import to_json
 
 
 class ServedApp:
@@ -51,6 +56,23 @@ class ServedApp:
             status = 503 if error.error_type == "ServerShuttingDownError" else 400
             data = {"message": str(error), "error_type": error_type_of({"message": str(error)})}
             return JSONResponse(status_code=status, content={"detail": data["message"], **data})
+
+        @app.exception_handler(RequestValidationError)
+        async def invalid_body(request: Request, error: RequestValidationError) -> Response:
+            # FastAPI's own 422 echoes the input with allow_nan=False and UTF-8: a body holding Infinity, NaN or a
+            # lone surrogate made it a 500. This one echoes it as JSON can carry it, and names the typed error.
+            errors = to_json(jsonable_encoder(error.errors(), custom_encoder={bytes: repr}))
+            fields = ", ".join(".".join(str(part) for part in item.get("loc", ())) for item in errors[:5])
+            message = f"ProtocolError: the request's body does not fit {request.url.path}: {fields}"
+            content = {"detail": errors, "message": message, "error_type": "ProtocolError"}
+            return Response(json.dumps(content, ensure_ascii=True), status_code=422, media_type="application/json")
+
+        @app.exception_handler(StarletteHTTPException)
+        async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+            # FastAPI's own, with the detail made JSON-safe: OpenEnv's HTTP /step puts the invalid input in it
+            content = json.dumps({"detail": to_json(error.detail)}, ensure_ascii=True)
+            status, headers = error.status_code, error.headers
+            return Response(content, status_code=status, headers=headers, media_type="application/json")
 
         self.routes = add_task_routes(app, self.service)  # GET /lm-gym/task, ... (lm_gym.serve.routes)
         self.fastapi = app

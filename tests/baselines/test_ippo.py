@@ -17,6 +17,7 @@ from lm_gym.multiagent.demonstrations import demonstrations, play_game  # noqa: 
 from lm_gym.offline import load_trajectories, save_trajectories  # noqa: E402
 from lm_gym.results import load_result  # noqa: E402
 from lm_gym.tasks.visdial.policies import InformativeQuestioner, SceneTextAnswerer  # noqa: E402
+from lm_toolkit.models import load_policy  # noqa: E402
 from lm_toolkit.multiagent_rollouts import play_games  # noqa: E402
 
 GPT2 = '{"model_type": "gpt2", "n_layer": 1, "n_embd": 32, "n_head": 2, "n_positions": 1024}'
@@ -203,7 +204,7 @@ def test_shaping_adds_the_info_changes_to_the_learners_turns_only(tmp_path):
     tokenizer = ippo.policy_tokenizer(envs[0].task, None)
     lengths = ippo.task_lengths("lm_gym/VisDial-v0")
     lengths = ippo.Lengths(384, lengths.max_new_tokens, lengths.min_new_tokens, "left")
-    policy = ippo.load_policy(None, json.loads(GPT2), tokenizer, 0).eval()
+    policy = load_policy(None, json.loads(GPT2), tokenizer, 0).eval()
     actor = ippo.TextPolicy(policy, tokenizer, lengths, 1.0, torch.nn.Linear(policy.config.hidden_size, 1))
     policies = {"answerer": actor}
     scripted = {"questioner": [InformativeQuestioner() for _ in envs]}

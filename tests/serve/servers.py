@@ -23,6 +23,16 @@ def restore_registry():
         del gymnasium.registry[env_id]
 
 
+def register_user_tasks() -> None:
+    """Register ``tests/user_tasks.py``'s tasks, again after an earlier module's registration was removed."""
+    import importlib
+
+    import user_tasks
+
+    if "user/CountUp-v0" not in gymnasium.registry:
+        importlib.reload(user_tasks)
+
+
 @pytest.fixture
 def start_server():
     """``start_server(env_id, **settings) -> (url, served, server)``: a server in a thread on a free port."""

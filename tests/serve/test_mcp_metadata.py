@@ -21,7 +21,7 @@ from lm_gym.core.registration import task_class
 pytest.importorskip("openenv")
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
-from servers import restore_registry, start_server  # noqa: E402,F401  (fixtures, not a conftest: see servers.py)
+from servers import register_user_tasks, restore_registry, start_server  # noqa: E402,F401  (fixtures, not a conftest: see servers.py)
 
 WORDLE = "lm_gym/Wordle-v0"
 
@@ -48,7 +48,7 @@ def every_task() -> list:
 
 @pytest.mark.parametrize(("env_id", "env_kwargs"), every_task())
 def test_openenv_validate_passes_every_criterion(start_server, env_id, env_kwargs):
-    import user_tasks  # noqa: F401  (registers user/CountUp-v0)
+    register_user_tasks()
 
     executable = shutil.which("openenv")
     if executable is None:

@@ -20,7 +20,7 @@ pytest.importorskip("openenv")
 pytestmark = [pytest.mark.enable_socket, pytest.mark.allow_hosts(["127.0.0.1"])]
 
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
-from servers import restore_registry, start_server  # noqa: E402,F401  (fixtures, not a conftest: see servers.py)
+from servers import register_user_tasks, restore_registry, start_server  # noqa: E402,F401  (fixtures, not a conftest: see servers.py)
 
 COMMONGEN = ("lm_gym/CommonGen-v0", {"source": "synthetic"})
 
@@ -98,7 +98,7 @@ def test_a_bad_split_index_or_range_is_a_named_400(start_server, path, body, mes
     ],
 )
 def test_reset_with_split_and_index_plays_that_episode(start_server, env_id, env_kwargs, actions):
-    import user_tasks  # noqa: F401  (registers the user tasks)
+    register_user_tasks()
 
     url, _, _ = start_server(env_id, env_kwargs=env_kwargs)  # started on the task's default split
     episodes = TaskEpisodes(env_id, env_kwargs)

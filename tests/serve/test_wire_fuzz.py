@@ -363,6 +363,30 @@ task_values = st.sampled_from(["train", "validation", "test", "dev", ""]) | st.i
 task_bodies = st.dictionaries(st.sampled_from(TASK_KEYS), task_values, max_size=4) | json_values
 
 
+def test_bodies_json_cannot_echo_get_a_422_not_a_500(start_server):
+    """Infinity, NaN and lone surrogates in a body: FastAPI's own 422 (and OpenEnv's HTTP /step's) echoed them and
+    failed to encode them (a 500); the server's handlers answer a typed 422 whose JSON carries them as it can."""
+    import urllib.error
+    import urllib.request
+
+    url, _, _ = start_server(WORDLE)
+    for path, body in (
+        ("/lm_gym-Wordle-v0/task", '{"split": Infinity}'),
+        ("/lm_gym-Wordle-v0/task_range", '{"split": "train", "start": NaN}'),
+        ("/lm_gym-Wordle-v0/task", '{"split": "test", "index": "\\ud800"}'),
+        ("/reset", '{"seed": -Infinity}'),
+        ("/step", '{"action": {"text": NaN}}'),
+        ("/step", '{"action": {"text": "crane", "extra": "\\udfff"}}'),
+    ):
+        request = urllib.request.Request(f"{url}{path}", data=body.encode(), method="POST")
+        request.add_header("Content-Type", "application/json")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=TIMEOUT_S)
+        assert refused.value.code == 422, (path, body, refused.value.read())
+        reply = json.load(refused.value)
+        assert reply["detail"] and (path == "/step" or reply["error_type"] == "ProtocolError"), reply
+
+
 def test_fuzzed_task_api_bodies_get_typed_answers_and_the_routes_go_on(start_server):
     import urllib.error
     import urllib.request
