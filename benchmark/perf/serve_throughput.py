@@ -26,15 +26,18 @@ For each task and each N in ``--clients``:
 
 Steps per second count single-session steps (N per vector step). Prints each rate and the ratios
 served/native and batched/unbatched. The issue's goals at 64 clients: served >= 0.8x native,
-batched >= 5x unbatched. Loopback only; the server and the clients share this machine's cores.
+batched >= 5x unbatched. Loopback only; the server and the clients share this machine's cores. The
+servers carry a fresh bearer token, as a server beyond loopback must (``--no-token``: none).
 """
 
 from __future__ import annotations
 
 import argparse
+import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -133,7 +136,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(env_id: str, kwargs: dict, batching: bool, window_ms: float, max_sessions: int):
+def start_server(env_id: str, kwargs: dict, batching: bool, window_ms: float, max_sessions: int, token_file=None):
     import json
 
     port = free_port()
@@ -153,6 +156,8 @@ def start_server(env_id: str, kwargs: dict, batching: bool, window_ms: float, ma
     ]
     if not batching:
         command.append("--no-batching")
+    if token_file is not None:
+        command += ["--token-file", str(token_file)]
     return launch(command, port, env_id)
 
 
@@ -191,8 +196,10 @@ def launch(command: list[str], port: int, name: str):
             time.sleep(0.2)
 
 
-def remote_rate(url: str, n: int, utterances: list[str], steps: int) -> float:
-    remote = gymnasium.make_vec("lm_gym/Remote-v0", num_envs=n, vectorization_mode="vector_entry_point", url=url)
+def remote_rate(url: str, n: int, utterances: list[str], steps: int, token: str | None = None) -> float:
+    remote = gymnasium.make_vec(
+        "lm_gym/Remote-v0", num_envs=n, vectorization_mode="vector_entry_point", url=url, token=token
+    )
     try:
         return rate(remote, utterances, steps)
     finally:
@@ -224,7 +231,13 @@ def main() -> None:
         default=Path("/tmp/lm-gym-serve-benchmark-distilbert"),
         help="where the imdb task's DistilBERT-sized reward model is built (once) and read",
     )
+    parser.add_argument("--no-token", action="store_true", help="serve without a bearer token (default: with one)")
     args = parser.parse_args()
+    token = None if args.no_token else secrets.token_urlsafe(24)
+    folder = tempfile.TemporaryDirectory()
+    token_file = None if token is None else Path(folder.name) / "token"
+    if token_file is not None:
+        token_file.write_text(token, encoding="utf-8")
     echo, echo_url = start_echo_server()
     try:
         for n in args.clients:
@@ -239,14 +252,16 @@ def main() -> None:
         env_id, kwargs, utterances = TASKS[task]
         if task == "imdb":
             kwargs = {**kwargs, "reward_model": distilbert_reward_model(args.model_dir)}
-        servers = {b: start_server(env_id, kwargs, b, args.window_ms, max(args.clients)) for b in (True, False)}
+        servers = {
+            b: start_server(env_id, kwargs, b, args.window_ms, max(args.clients), token_file) for b in (True, False)
+        }
         try:
             for n in args.clients:
                 native = gymnasium.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point", **kwargs)
                 result = {"native": rate(native, utterances, args.steps)}
                 native.close()
                 for batching, (_, url) in servers.items():
-                    result["served" if batching else "unbatched"] = remote_rate(url, n, utterances, args.steps)
+                    result["served" if batching else "unbatched"] = remote_rate(url, n, utterances, args.steps, token)
                 print(
                     f"{task:7s} N={n:3d}  native {result['native']:9.1f}/s  served {result['served']:9.1f}/s  "
                     f"unbatched {result['unbatched']:9.1f}/s  served/native {result['served'] / result['native']:.2f}  "
@@ -257,6 +272,7 @@ def main() -> None:
             for process, _ in servers.values():
                 process.terminate()
                 process.wait(30)
+    folder.cleanup()
 
 
 if __name__ == "__main__":
