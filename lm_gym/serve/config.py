@@ -86,6 +86,28 @@ class ServeConfig:
         return cls(**json.loads(text))
 
 
+def session_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings :func:`add_session_arguments` parsed, by ``ServeConfig``'s names."""
+    return {
+        "max_sessions": args.max_sessions,
+        "batch_window_ms": args.batch_window_ms,
+        "batching": not args.no_batching,
+        "workers": args.workers,
+        "max_message_bytes": args.max_message_bytes,
+        "idle_timeout_s": args.idle_timeout_s,
+        "max_steps_per_s": args.max_steps_per_s,
+        "shutdown_grace_s": args.shutdown_grace_s,
+    }
+
+
+def parsed_env_kwargs(parser: argparse.ArgumentParser, text: str) -> Any:
+    """``--env-kwargs``' JSON (``ServeConfig`` checks it is an object), or the parser's error naming the flag."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        parser.error(f"--env-kwargs is not JSON: {error}")
+
+
 def parse_args(argv: list[str] | None = None) -> ServeConfig:
     """The settings of ``python -m lm_gym.serve ENV_ID [options]``."""
     parser = argparse.ArgumentParser(
@@ -106,10 +128,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
         "--insecure", action="store_true", help="serve beyond loopback without a token (a network you trust)"
     )
     args = parser.parse_args(argv)
-    try:
-        env_kwargs = json.loads(args.env_kwargs)
-    except json.JSONDecodeError as error:
-        parser.error(f"--env-kwargs is not JSON: {error}")
+    env_kwargs = parsed_env_kwargs(parser, args.env_kwargs)
     try:
         token = server_token(args.token_file)
         return ServeConfig(
@@ -118,14 +137,7 @@ def parse_args(argv: list[str] | None = None) -> ServeConfig:
             action_level=args.action_level,
             host=args.host,
             port=args.port,
-            max_sessions=args.max_sessions,
-            batch_window_ms=args.batch_window_ms,
-            batching=not args.no_batching,
-            workers=args.workers,
-            max_message_bytes=args.max_message_bytes,
-            idle_timeout_s=args.idle_timeout_s,
-            max_steps_per_s=args.max_steps_per_s,
-            shutdown_grace_s=args.shutdown_grace_s,
+            **session_settings(args),
             token=token,
             insecure=args.insecure,
         )

@@ -45,7 +45,13 @@ from lm_gym.core.errors import ConfigurationError, LMGymError, safe_repr
 from lm_gym.core.registration import task_class, task_spec
 from lm_gym.core.text_env import SingleTurnTextEnv
 from lm_gym.serve import export_templates as templates
-from lm_gym.serve.config import ServeConfig, add_session_arguments, add_task_arguments
+from lm_gym.serve.config import (
+    ServeConfig,
+    add_session_arguments,
+    add_task_arguments,
+    parsed_env_kwargs,
+    session_settings,
+)
 from lm_gym.serve.wire import describe_spaces
 
 #: The default requirement line of lm-gym in the image (``--lm-gym-requirement``): this version, with the serve extra.
@@ -435,19 +441,9 @@ def parse_export_args(argv: list[str] | None = None) -> tuple[str, str, dict[str
         "--insecure", action="store_true", help="the image serves beyond loopback without a token when none is set"
     )
     args = parser.parse_args(argv)
-    try:
-        env_kwargs = json.loads(args.env_kwargs)
-    except json.JSONDecodeError as error:
-        parser.error(f"--env-kwargs is not JSON: {error}")
+    env_kwargs = parsed_env_kwargs(parser, args.env_kwargs)
     options = ExportOptions(
-        max_sessions=args.max_sessions,
-        batch_window_ms=args.batch_window_ms,
-        batching=not args.no_batching,
-        workers=args.workers,
-        max_message_bytes=args.max_message_bytes,
-        idle_timeout_s=args.idle_timeout_s,
-        max_steps_per_s=args.max_steps_per_s,
-        shutdown_grace_s=args.shutdown_grace_s,
+        **session_settings(args),
         name=args.name,
         reward_range=None if args.reward_range is None else tuple(args.reward_range),
         lm_gym_requirement=args.lm_gym_requirement,
